@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libfsaio: asynchronous buffered file I/O for Linux, in user space.
+ *
+ * A request is first attempted in the submitting thread without blocking
+ * (preadv2 with RWF_NOWAIT, guided by a cachestat(2) residency probe). What
+ * completes there is posted at once; what would block is handed, with the
+ * part already done removed, to a pool of worker threads that carry it to
+ * completion. Every accepted request yields exactly one event.
+ *
+ * Conventions: every call returns a count, 0, or -errno and leaves errno as
+ * the caller had it. An event's res is the number of bytes transferred or
+ * -errno.
+ */
+#ifndef FSAIO_H
+#define FSAIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FSAIO_BUILDING) && defined(__GNUC__)
+#define FSAIO_API __attribute__((visibility("default")))
+#else
+#define FSAIO_API
+#endif
+
+#define FSAIO_VERSION_MAJOR 0
+#define FSAIO_VERSION_MINOR 1
+
+typedef struct fsaio_ctx fsaio_ctx_t;
+
+enum fsaio_opcode {
+	FSAIO_OP_PREAD = 1,
+	FSAIO_OP_PWRITE,
+	FSAIO_OP_PREADV,
+	FSAIO_OP_PWRITEV,
+	FSAIO_OP_FSYNC,
+	FSAIO_OP_FDSYNC,
+	FSAIO_OP__MAX
+};
+
+/* fsaio_req.flags */
+enum {
+	/* Pollable fds (pipes, sockets): complete only when the whole range is
+	 * transferred (or EOF / error), instead of read(2)'s "what is there". */
+	FSAIO_REQ_FULL = 1u << 0,
+};
+
+/*
+ * A request: owned by the caller, filled by an fsaio_prep_* helper, and left
+ * untouched (with its buffers) from submit until its event is reaped. The
+ * engine allocates nothing per request.
+ */
+struct fsaio_req {
+	/* Set by the caller. */
+	void *user_data;        /* returned in the event */
+	union {
+		void *buf;                  /* PREAD, PWRITE */
+		const struct iovec *iov;    /* PREADV, PWRITEV: must stay valid until the event */
+	};
+	uint64_t len;           /* bytes (PREAD/PWRITE) or iovec count (PREADV/PWRITEV) */
+	int64_t offset;         /* file offset; -1 on pipes and sockets means "no offset" */
+	int32_t fd;
+	uint16_t opcode;        /* enum fsaio_opcode */
+	uint16_t flags;         /* FSAIO_REQ_* */
+	int32_t rw_flags;       /* RWF_NOWAIT (fail with -EAGAIN rather than queue), RWF_DSYNC, RWF_SYNC, RWF_HIPRI, RWF_APPEND */
+	uint32_t reserved;      /* must be 0 */
+
+	/* Private to the engine: zeroed by the prep helpers, never read by the caller. */
+	struct fsaio_req *next_;
+	struct fsaio_req *prev_;
+	void *ctx_;
+	uint64_t done_;         /* bytes already transferred (the kernel's bytes_done) */
+	uint32_t state_;        /* atomic; enum fsaio__state in lib/internal.h */
+	uint32_t method_;
+	uint64_t priv_[4];      /* per-method scratch */
+};
+
+/* One completion; the layout of the kernel's struct io_event (32 bytes). */
+struct fsaio_event {
+	void *user_data;        /* req->user_data */
+	struct fsaio_req *req;  /* the request, now the caller's again */
+	int64_t res;            /* bytes transferred, or -errno */
+	int64_t res2;           /* bytes transferred before a -ECANCELED or error result, else 0 */
+};
+
+/* fsaio_params.flags */
+enum {
+	/* Never attempt inline: every request goes to the pool (for comparisons). */
+	FSAIO_CTX_NO_INLINE = 1u << 0,
+	/* Never call the residency probe before the inline attempt. */
+	FSAIO_CTX_NO_PROBE = 1u << 1,
+};
+
+/*
+ * Context parameters; zero means the default. A completion callback, when
+ * set, receives every event instead of the context's queue (getevents then
+ * returns nothing): it runs on the thread that completed the request (the
+ * submitter, a worker, or destroy), must not block nor call into this
+ * context, and the request is the caller's again from the moment it is called.
+ */
+struct fsaio_params {
+	uint32_t queue_depth;   /* requests accepted and not yet reaped; default 256 */
+	uint32_t workers;       /* maximum pool threads, started on demand; default 32 (env FSAIO_WORKERS) */
+	uint32_t flags;         /* FSAIO_CTX_* */
+	uint32_t miss_backend;  /* enum fsaio_backend: who carries a miss (env FSAIO_BACKEND) */
+	void (*complete)(void *arg, const struct fsaio_event *ev);
+	void *complete_arg;
+	uint64_t reserved[6];   /* must be 0 */
+};
+
+/* fsaio_params.miss_backend */
+enum fsaio_backend {
+	FSAIO_BACKEND_AUTO = 0,     /* the engine picks per workload */
+	FSAIO_BACKEND_THREADS,      /* the worker pool */
+	FSAIO_BACKEND_URING,        /* io_uring's async buffered path, where available */
+};
+
+struct fsaio_stats {
+	uint64_t requests;          /* accepted by submit */
+	uint64_t completed_inline;  /* completed entirely in the submitting thread */
+	uint64_t partial_inline;    /* part done inline, the remainder queued */
+	uint64_t queued;            /* handed to the worker pool */
+	uint64_t retries;           /* blocking calls made by workers on remaining ranges */
+	uint64_t bytes_inline;      /* transferred in the submitting thread */
+	uint64_t bytes_worker;      /* transferred by workers */
+	uint64_t pool_queue_len;    /* requests waiting for a worker now */
+	uint64_t pool_threads;      /* worker threads running now */
+	uint64_t probe_calls;       /* residency probes made */
+	uint64_t probe_cold;        /* probes that sent a request straight to the pool */
+	uint64_t cancelled;         /* completed with -ECANCELED */
+	uint64_t reserved[20];
+};
+
+/* Create a context; p may be NULL for defaults. 0 or -EINVAL, -ENOMEM, -EMFILE, ... */
+FSAIO_API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp);
+
+/* Destroy: queued retries complete with -ECANCELED, running ones are waited
+ * for; events not yet reaped are discarded (or delivered to the callback).
+ * No buffer is touched after it returns. 0 or -EINVAL. */
+FSAIO_API int fsaio_ctx_destroy(fsaio_ctx_t *ctx);
+
+/* Submit nr requests in order. Returns how many were accepted; if the first
+ * is refused, its -errno (-EAGAIN when queue_depth requests are in flight). */
+FSAIO_API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr);
+
+/* Wait for at least min_nr and reap up to nr events. timeout NULL waits,
+ * {0,0} polls, otherwise a relative limit after which what is there is
+ * returned. Count reaped, -EINVAL, or -EINTR if a signal came before any. */
+FSAIO_API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
+			      struct fsaio_event *events, const struct timespec *timeout);
+
+/* Cancel a request whose retry has not started: 0, and its event arrives with
+ * -ECANCELED. -EBUSY if it is running or completing, -EINVAL if not in flight here. */
+FSAIO_API int fsaio_cancel(fsaio_ctx_t *ctx, struct fsaio_req *req);
+
+/* An eventfd, owned by the context, readable exactly while events are pending. */
+FSAIO_API int fsaio_event_fd(fsaio_ctx_t *ctx);
+
+/* Snapshot the context's counters. 0 or -EINVAL. */
+FSAIO_API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st);
+
+/* Prep helpers: fill a request and clear the engine's private part. */
+static inline void fsaio_prep__(struct fsaio_req *r, int op, int fd, void *buf,
+				uint64_t len, int64_t offset)
+{
+	*r = (struct fsaio_req){ .buf = buf, .len = len, .offset = offset,
+				 .fd = fd, .opcode = (uint16_t)op };
+}
+
+static inline void fsaio_prep_pread(struct fsaio_req *r, int fd, void *buf, size_t n, int64_t off)
+{
+	fsaio_prep__(r, FSAIO_OP_PREAD, fd, buf, n, off);
+}
+
+static inline void fsaio_prep_pwrite(struct fsaio_req *r, int fd, const void *buf, size_t n, int64_t off)
+{
+	fsaio_prep__(r, FSAIO_OP_PWRITE, fd, (void *)buf, n, off);
+}
+
+static inline void fsaio_prep_preadv(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
+{
+	fsaio_prep__(r, FSAIO_OP_PREADV, fd, (void *)iov, (uint64_t)(int64_t)iovcnt, off);
+}
+
+static inline void fsaio_prep_pwritev(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
+{
+	fsaio_prep__(r, FSAIO_OP_PWRITEV, fd, (void *)iov, (uint64_t)(int64_t)iovcnt, off);
+}
+
+static inline void fsaio_prep_fsync(struct fsaio_req *r, int fd)
+{
+	fsaio_prep__(r, FSAIO_OP_FSYNC, fd, NULL, 0, 0);
+}
+
+static inline void fsaio_prep_fdatasync(struct fsaio_req *r, int fd)
+{
+	fsaio_prep__(r, FSAIO_OP_FDSYNC, fd, NULL, 0, 0);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FSAIO_H */
