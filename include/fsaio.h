@@ -43,6 +43,7 @@ enum fsaio_opcode {
 	FSAIO_OP_PWRITEV,
 	FSAIO_OP_FSYNC,
 	FSAIO_OP_FDSYNC,
+	FSAIO_OP_POLL,          /* wait for readiness: len holds POLL* events, res the revents */
 	FSAIO_OP__MAX
 };
 
@@ -203,6 +204,11 @@ static inline void fsaio_prep_fsync(struct fsaio_req *r, int fd)
 static inline void fsaio_prep_fdatasync(struct fsaio_req *r, int fd)
 {
 	fsaio_prep__(r, FSAIO_OP_FDSYNC, fd, NULL, 0, 0);
+}
+
+static inline void fsaio_prep_poll(struct fsaio_req *r, int fd, short events)
+{
+	fsaio_prep__(r, FSAIO_OP_POLL, fd, NULL, (uint64_t)(unsigned short)events, -1);
 }
 
 #ifdef __cplusplus
