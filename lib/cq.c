@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: the completion queue.
+ *
+ * A ring of queue_depth events under cq.lock. It cannot overflow: submit
+ * reserves a slot in ctx->in_flight for every request it accepts and
+ * getevents gives it back, so events pending <= requests in flight <= depth.
+ *
+ * Waiting uses a futex on cq.seq rather than a condition variable, so that
+ * a signal interrupts getevents with -EINTR as it does io_getevents. Posters
+ * wake only when somebody sleeps; one post of a whole submit batch means one
+ * wake-up (wakeups coalesce).
+ *
+ * The eventfd is created on first request (most callers never poll it) and
+ * is kept readable exactly while events are pending: written on the
+ * empty -> non-empty transition, drained when the ring empties.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int fsaio__cq_init(struct fsaio__cq *cq, unsigned size)
+{
+	cq->ring = calloc(size, sizeof(*cq->ring));
+	if (!cq->ring)
+		return -ENOMEM;
+	cq->size = size;
+	cq->efd = -1;
+	pthread_mutex_init(&cq->lock, NULL);
+	return 0;
+}
+
+void fsaio__cq_fini(struct fsaio__cq *cq)
+{
+	if (cq->efd >= 0)
+		close(cq->efd);
+	pthread_mutex_destroy(&cq->lock);
+	free(cq->ring);
+}
+
+static void efd_write(int efd)
+{
+	uint64_t one = 1;
+	int saved = errno;
+
+	/* Cannot fail short of a bug: the counter is 0 or 1 here. */
+	if (write(efd, &one, sizeof(one)) < 0)
+		errno = saved;
+}
+
+static void efd_drain(int efd)
+{
+	uint64_t v;
+	int saved = errno;
+
+	if (read(efd, &v, sizeof(v)) < 0)
+		errno = saved;
+}
+
+static void futex_wake_all(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Post n events. With a completion callback they go there instead, and the
+ * requests' slots are given back at once. */
+void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n)
+{
+	struct fsaio__cq *cq = &ctx->cq;
+	bool wake;
+
+	if (!n)
+		return;
+	if (ctx->complete_cb) {
+		for (unsigned i = 0; i < n; i++)
+			ctx->complete_cb(ctx->complete_arg, &ev[i]);
+		atomic_fetch_sub_explicit(&ctx->in_flight, n, memory_order_release);
+		return;
+	}
+	pthread_mutex_lock(&cq->lock);
+	for (unsigned i = 0; i < n; i++)
+		cq->ring[(cq->head + cq->count + i) % cq->size] = ev[i];
+	cq->count += n;
+	if (cq->efd >= 0 && !cq->efd_set) {
+		efd_write(cq->efd);
+		cq->efd_set = true;
+	}
+	atomic_fetch_add_explicit(&cq->seq, 1, memory_order_release);
+	wake = cq->waiters > 0;
+	pthread_mutex_unlock(&cq->lock);
+	if (wake)
+		futex_wake_all(&cq->seq);
+}
+
+static unsigned take(struct fsaio_ctx *ctx, unsigned nr, struct fsaio_event *out)
+{
+	struct fsaio__cq *cq = &ctx->cq;
+	unsigned k = cq->count < nr ? cq->count : nr;
+
+	for (unsigned i = 0; i < k; i++) {
+		out[i] = cq->ring[cq->head];
+		cq->head = (cq->head + 1) % cq->size;
+	}
+	cq->count -= k;
+	if (!cq->count && cq->efd_set) {
+		efd_drain(cq->efd);
+		cq->efd_set = false;
+	}
+	if (k)
+		atomic_fetch_sub_explicit(&ctx->in_flight, k, memory_order_release);
+	return k;
+}
+
+static int64_t ns_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+FSAIO__API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
+			       struct fsaio_event *events, const struct timespec *timeout)
+{
+	struct fsaio__cq *cq;
+	int64_t deadline = 0;
+	unsigned got = 0;
+	int saved = errno;
+
+	if (!fsaio__ctx_ok(ctx) || min_nr > nr)
+		return -EINVAL;
+	if (nr && !events)
+		return -EFAULT;
+	if (timeout) {
+		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000)
+			return -EINVAL;
+		deadline = ns_now() + timeout->tv_sec * 1000000000LL + timeout->tv_nsec;
+	}
+	cq = &ctx->cq;
+	pthread_mutex_lock(&cq->lock);
+	for (;;) {
+		uint32_t seen;
+		struct timespec rel, *relp = NULL;
+		long r;
+
+		got += take(ctx, nr - got, events + got);
+		if (got >= min_nr || got == nr)
+			break;
+		if (timeout) {
+			int64_t left = deadline - ns_now();
+
+			if (left <= 0)
+				break;
+			rel.tv_sec = left / 1000000000;
+			rel.tv_nsec = left % 1000000000;
+			relp = &rel;
+		}
+		seen = atomic_load_explicit(&cq->seq, memory_order_relaxed);
+		cq->waiters++;
+		pthread_mutex_unlock(&cq->lock);
+		r = syscall(SYS_futex, &cq->seq, FUTEX_WAIT_PRIVATE, seen, relp, NULL, 0);
+		pthread_mutex_lock(&cq->lock);
+		cq->waiters--;
+		if (r < 0 && errno == EINTR && !got && !cq->count) {
+			pthread_mutex_unlock(&cq->lock);
+			errno = saved;
+			return -EINTR;
+		}
+	}
+	pthread_mutex_unlock(&cq->lock);
+	errno = saved;
+	return (int)got;
+}
+
+FSAIO__API int fsaio_event_fd(fsaio_ctx_t *ctx)
+{
+	struct fsaio__cq *cq;
+	int fd, saved = errno;
+
+	if (!fsaio__ctx_ok(ctx))
+		return -EINVAL;
+	cq = &ctx->cq;
+	pthread_mutex_lock(&cq->lock);
+	if (cq->efd < 0) {
+		cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (cq->efd < 0) {
+			fd = -errno;
+			pthread_mutex_unlock(&cq->lock);
+			errno = saved;
+			return fd;
+		}
+		if (cq->count) {
+			efd_write(cq->efd);
+			cq->efd_set = true;
+		}
+	}
+	fd = cq->efd;
+	pthread_mutex_unlock(&cq->lock);
+	return fd;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: context lifetime, parameters and fork.
+ *
+ * A context owns a completion queue (cq.c), a worker pool (pool.c) and the
+ * fd facts it has learnt (fdtable.c). Destroy cancels what waits in the
+ * pool's queue, lets running retries finish and joins the workers, so no
+ * caller buffer is touched after it returns.
+ *
+ * fork(): the child has none of the parent's worker threads and may have
+ * inherited locked mutexes. A pthread_atfork child handler bumps
+ * fsaio__fork_gen; every call on a context made before the fork then
+ * returns -EINVAL in the child, except destroy, which only frees memory.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "method.h"
+
+_Atomic unsigned fsaio__fork_gen;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void)
+{
+	atomic_fetch_add_explicit(&fsaio__fork_gen, 1, memory_order_relaxed);
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+bool fsaio__ctx_ok(const struct fsaio_ctx *ctx)
+{
+	return ctx && ctx->fork_gen ==
+		atomic_load_explicit(&fsaio__fork_gen, memory_order_relaxed);
+}
+
+static unsigned env_uint(const char *name, unsigned dflt, unsigned max)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return dflt;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v == 0 || v > max)
+		return dflt;
+	return (unsigned)v;
+}
+
+#define DEFAULT_DEPTH 256
+#define MAX_DEPTH (1u << 20)
+#define DEFAULT_WORKERS 32
+#define MAX_WORKERS 1024
+
+FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
+{
+	struct fsaio_params dflt = { 0 };
+	struct fsaio_ctx *ctx;
+	int saved = errno, ret;
+	unsigned i;
+
+	if (!ctxp)
+		return -EFAULT;
+	if (!p)
+		p = &dflt;
+	for (i = 0; i < sizeof(p->reserved) / sizeof(p->reserved[0]); i++)
+		if (p->reserved[i])
+			return -EINVAL;
+	if (p->queue_depth > MAX_DEPTH || p->workers > MAX_WORKERS ||
+	    p->miss_backend > FSAIO_BACKEND_URING ||
+	    (p->flags & ~(uint32_t)(FSAIO_CTX_NO_INLINE | FSAIO_CTX_NO_PROBE)))
+		return -EINVAL;
+
+	pthread_once(&atfork_once, register_atfork);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->fork_gen = atomic_load(&fsaio__fork_gen);
+	ctx->depth = p->queue_depth ? p->queue_depth : DEFAULT_DEPTH;
+	ctx->flags = p->flags;
+	ctx->complete_cb = p->complete;
+	ctx->complete_arg = p->complete_arg;
+
+	ret = fsaio__fdtable_init(&ctx->fdt);
+	if (ret)
+		goto out_free;
+	ret = fsaio__cq_init(&ctx->cq, ctx->complete_cb ? 1 : ctx->depth);
+	if (ret)
+		goto out_fdt;
+	ret = fsaio__pool_init(&ctx->pool, p->workers ? p->workers :
+			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS));
+	if (ret)
+		goto out_cq;
+	*ctxp = ctx;
+	errno = saved;
+	return 0;
+
+out_cq:
+	fsaio__cq_fini(&ctx->cq);
+out_fdt:
+	fsaio__fdtable_fini(&ctx->fdt);
+out_free:
+	free(ctx);
+	errno = saved;
+	return ret;
+}
+
+FSAIO__API int fsaio_ctx_destroy(fsaio_ctx_t *ctx)
+{
+	int saved = errno;
+
+	if (!ctx)
+		return -EINVAL;
+	if (!fsaio__ctx_ok(ctx)) {
+		/* A forked child: the workers are not ours and the locks may be
+		 * held by threads that do not exist here. Free memory only. */
+		if (ctx->cq.efd >= 0)
+			close(ctx->cq.efd);
+		free(ctx->pool.threads);
+		free(ctx->cq.ring);
+		for (unsigned i = 0; i < 1024; i++)
+			free(atomic_load(&ctx->fdt.chunks[i]));
+		free(ctx);
+		errno = saved;
+		return 0;
+	}
+	fsaio__pool_stop(ctx);
+	fsaio__pool_fini(&ctx->pool);
+	fsaio__cq_fini(&ctx->cq);
+	fsaio__fdtable_fini(&ctx->fdt);
+	free(ctx);
+	errno = saved;
+	return 0;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: what the engine has learnt about each fd.
+ *
+ * One 64-bit atomic word per fd: flags (FSAIO__FD_*) in the low 32 bits,
+ * kind above. Words live in chunks of FDT_CHUNK that are allocated on first
+ * use and published with a release store, so the submit path reads a fd's
+ * facts with two acquire loads and no lock. Flag changes (NOWAIT refused,
+ * probe next time) are atomic or/and on the word.
+ *
+ * The facts (fstat + fcntl F_GETFL) are taken once. An fd number can be
+ * closed and reused for another file behind the engine's back, so callers
+ * re-read them (fsaio__fd_refresh) whenever a cached fact leads to a
+ * refusal or the kernel answers in a way the cached kind cannot explain.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+#define FDT_CHUNK 1024
+#define FDT_CHUNKS 1024
+
+int fsaio__fdtable_init(struct fsaio__fdtable *t)
+{
+	pthread_mutex_init(&t->lock, NULL);
+	return 0;
+}
+
+void fsaio__fdtable_fini(struct fsaio__fdtable *t)
+{
+	for (unsigned i = 0; i < FDT_CHUNKS; i++)
+		free(atomic_load(&t->chunks[i]));
+	pthread_mutex_destroy(&t->lock);
+}
+
+static _Atomic uint64_t *slot(struct fsaio__fdtable *t, int fd, bool create)
+{
+	unsigned ci = (unsigned)fd / FDT_CHUNK;
+	_Atomic uint64_t *c;
+
+	if (ci >= FDT_CHUNKS)
+		return NULL;
+	c = atomic_load_explicit(&t->chunks[ci], memory_order_acquire);
+	if (c || !create)
+		return c ? &c[(unsigned)fd % FDT_CHUNK] : NULL;
+	pthread_mutex_lock(&t->lock);
+	c = atomic_load_explicit(&t->chunks[ci], memory_order_acquire);
+	if (!c) {
+		c = calloc(FDT_CHUNK, sizeof(*c));
+		if (c)
+			atomic_store_explicit(&t->chunks[ci], c, memory_order_release);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return c ? &c[(unsigned)fd % FDT_CHUNK] : NULL;
+}
+
+static uint64_t pack(struct fsaio__fdinfo fi)
+{
+	return (uint64_t)fi.kind << 32 | fi.flags;
+}
+
+static struct fsaio__fdinfo unpack(uint64_t w)
+{
+	return (struct fsaio__fdinfo){ .flags = (uint32_t)w, .kind = (uint32_t)(w >> 32) };
+}
+
+static int learn(int fd, struct fsaio__fdinfo *fi)
+{
+	struct stat st;
+	int fl;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	fi->flags = FSAIO__FD_VALID;
+	if ((fl & O_ACCMODE) == O_RDONLY || (fl & O_ACCMODE) == O_RDWR)
+		fi->flags |= FSAIO__FD_READ;
+	if ((fl & O_ACCMODE) == O_WRONLY || (fl & O_ACCMODE) == O_RDWR)
+		fi->flags |= FSAIO__FD_WRITE;
+	if (fl & (O_SYNC | O_DSYNC))
+		fi->flags |= FSAIO__FD_SYNC;
+	if (fl & O_PATH)
+		fi->flags &= ~(uint32_t)(FSAIO__FD_READ | FSAIO__FD_WRITE);
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+		fi->flags |= FSAIO__FD_SEEKABLE;
+		fi->kind = (fl & O_DIRECT) ? FSAIO__KIND_DIRECT : FSAIO__KIND_FILE;
+	} else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) {
+		fi->kind = FSAIO__KIND_POLLABLE;
+	} else {
+		fi->kind = FSAIO__KIND_BLOCKING;
+	}
+	return 0;
+}
+
+int fsaio__fd_refresh(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out)
+{
+	_Atomic uint64_t *w;
+	int ret = learn(fd, out);
+
+	if (ret)
+		return ret;
+	w = slot(&ctx->fdt, fd, true);
+	if (w)
+		atomic_store_explicit(w, pack(*out), memory_order_relaxed);
+	return 0;
+}
+
+int fsaio__fd_get(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out)
+{
+	_Atomic uint64_t *w = slot(&ctx->fdt, fd, false);
+	uint64_t v = w ? atomic_load_explicit(w, memory_order_relaxed) : 0;
+
+	if (v & FSAIO__FD_VALID) {
+		*out = unpack(v);
+		return 0;
+	}
+	return fsaio__fd_refresh(ctx, fd, out);
+}
+
+void fsaio__fd_set(struct fsaio_ctx *ctx, int fd, uint32_t flags)
+{
+	_Atomic uint64_t *w = slot(&ctx->fdt, fd, false);
+
+	if (w && !(atomic_load_explicit(w, memory_order_relaxed) & flags))
+		atomic_fetch_or_explicit(w, flags, memory_order_relaxed);
+}
+
+void fsaio__fd_clear(struct fsaio_ctx *ctx, int fd, uint32_t flags)
+{
+	_Atomic uint64_t *w = slot(&ctx->fdt, fd, false);
+
+	if (w && (atomic_load_explicit(w, memory_order_relaxed) & flags))
+		atomic_fetch_and_explicit(w, ~(uint64_t)flags, memory_order_relaxed);
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private structures shared by the engine's files.
+ *
+ * Threads: any number of caller threads submit and reap on one context at
+ * once; worker threads (pool.c) run retries. Lock order, outer first:
+ *   pool.lock -> cq.lock
+ * (cancel holds pool.lock while it completes a request; nothing takes
+ * pool.lock while holding cq.lock). fdtable.lock is a leaf.
+ */
+#ifndef FSAIO_INTERNAL_H
+#define FSAIO_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fsaio.h"
+
+#define FSAIO__API __attribute__((visibility("default")))
+#define FSAIO__IOV_MAX 1024
+
+/* req->state_: who owns the request now. Changes are atomic; the
+ * transitions out of QUEUED happen under pool.lock. */
+enum fsaio__state {
+	FSAIO__IDLE = 0,        /* never submitted, or reaped */
+	FSAIO__INLINE,          /* in the submitting thread */
+	FSAIO__QUEUED,          /* waiting in the pool's queue: cancellable */
+	FSAIO__RUNNING,         /* a worker runs it */
+	FSAIO__WAITING,         /* parked by its method (readiness, io_uring): method->cancel decides */
+	FSAIO__DONE,            /* event posted or being posted */
+};
+
+/* What the engine knows about an fd: one atomic word per fd (fdtable.c). */
+enum fsaio__kind {
+	FSAIO__KIND_FILE = 0,   /* regular file or block device, buffered */
+	FSAIO__KIND_POLLABLE,   /* pipe, FIFO, socket, tty, eventfd */
+	FSAIO__KIND_DIRECT,     /* opened with O_DIRECT */
+	FSAIO__KIND_BLOCKING,   /* anything else: run on a worker as is */
+	FSAIO__KIND_MAX
+};
+
+enum {
+	FSAIO__FD_VALID = 1u << 0,
+	FSAIO__FD_READ = 1u << 1,       /* opened for reading */
+	FSAIO__FD_WRITE = 1u << 2,      /* opened for writing */
+	FSAIO__FD_NOWAIT_RBAD = 1u << 3, /* preadv2(RWF_NOWAIT) refused: don't try again */
+	FSAIO__FD_NOWAIT_WBAD = 1u << 4, /* pwritev2(RWF_NOWAIT) refused */
+	FSAIO__FD_PROBE_NEXT = 1u << 5, /* last inline attempt missed: probe first next time */
+	FSAIO__FD_SEEKABLE = 1u << 6,
+	FSAIO__FD_SYNC = 1u << 7,       /* opened O_SYNC or O_DSYNC: writes wait for the device */
+};
+
+struct fsaio__fdinfo {
+	uint32_t flags;         /* FSAIO__FD_* */
+	uint32_t kind;          /* enum fsaio__kind */
+};
+
+struct fsaio__fdtable {
+	pthread_mutex_t lock;   /* serialises chunk allocation and refreshes */
+	/* chunks[i] points to FDT_CHUNK atomic words; published with release,
+	 * read with acquire; never freed before the context. */
+	_Atomic(_Atomic uint64_t *) chunks[1024];
+};
+
+struct fsaio__pool {
+	pthread_mutex_t lock;
+	pthread_cond_t work;    /* idle workers wait here (monotonic clock) */
+	struct fsaio_req *head; /* lock: FIFO through req->next_/prev_ */
+	struct fsaio_req *tail; /* lock */
+	unsigned queued;        /* lock */
+	unsigned nthreads;      /* lock: threads started */
+	unsigned idle;          /* lock: threads waiting on work */
+	unsigned signalled;     /* lock: wake-ups sent and not yet taken */
+	unsigned running;       /* lock: requests being run by a worker */
+	unsigned max;           /* immutable after create */
+	bool stopping;          /* lock */
+	pthread_t *threads;     /* lock: [max], first nthreads valid */
+};
+
+struct fsaio__cq {
+	pthread_mutex_t lock;
+	struct fsaio_event *ring; /* lock: [size] */
+	unsigned size;          /* immutable: queue_depth */
+	unsigned head, count;   /* lock */
+	_Atomic uint32_t seq;   /* futex word: bumped under lock on every post */
+	unsigned waiters;       /* lock: threads sleeping on seq */
+	int efd;                /* lock: -1 until fsaio_event_fd() asks for it */
+	bool efd_set;           /* lock: efd holds a non-zero count */
+};
+
+struct fsaio__counters {
+	_Atomic uint64_t requests, completed_inline, partial_inline, queued, retries;
+	_Atomic uint64_t bytes_inline, bytes_worker, probe_calls, probe_cold, cancelled;
+};
+
+struct fsaio_ctx {
+	unsigned fork_gen;      /* immutable: fsaio__fork_gen at creation */
+	unsigned depth;         /* immutable */
+	uint32_t flags;         /* immutable: FSAIO_CTX_* */
+	void (*complete_cb)(void *, const struct fsaio_event *); /* immutable */
+	void *complete_arg;     /* immutable */
+	_Atomic unsigned in_flight; /* accepted and not yet reaped (or called back) */
+	struct fsaio__counters st;  /* relaxed atomics */
+	struct fsaio__fdtable fdt;
+	struct fsaio__pool pool;
+	struct fsaio__cq cq;
+};
+
+/* Inline completions of one submit call, posted together at its end. */
+#define FSAIO__BATCH 32
+struct fsaio__batch {
+	unsigned n;
+	struct fsaio_event ev[FSAIO__BATCH];
+};
+
+/* ctx.c */
+extern _Atomic unsigned fsaio__fork_gen;
+bool fsaio__ctx_ok(const struct fsaio_ctx *ctx);
+
+/* cq.c */
+int fsaio__cq_init(struct fsaio__cq *cq, unsigned size);
+void fsaio__cq_fini(struct fsaio__cq *cq);
+void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n);
+
+/* completion: turn progress and a final result into the event (submit.c) */
+int64_t fsaio__result(const struct fsaio_req *req, int64_t err);
+void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
+		     struct fsaio__batch *b);
+void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b);
+
+/* request geometry */
+static inline bool fsaio__is_vectored(const struct fsaio_req *r)
+{
+	return r->opcode == FSAIO_OP_PREADV || r->opcode == FSAIO_OP_PWRITEV;
+}
+static inline bool fsaio__is_write(const struct fsaio_req *r)
+{
+	return r->opcode == FSAIO_OP_PWRITE || r->opcode == FSAIO_OP_PWRITEV;
+}
+static inline bool fsaio__is_rw(const struct fsaio_req *r)
+{
+	return r->opcode >= FSAIO_OP_PREAD && r->opcode <= FSAIO_OP_PWRITEV;
+}
+/* Total bytes of a read or write, computed once at submit (priv_[0]). */
+static inline uint64_t fsaio__total(const struct fsaio_req *r) { return r->priv_[0]; }
+/* priv_[1]: 1 when the fd has no file position to honour (pipes, sockets). */
+static inline bool fsaio__is_stream(const struct fsaio_req *r) { return r->priv_[1] != 0; }
+/* The iovecs of what remains after req->done_; returns the count, fills *out
+ * (pointing into tmp when a copy was needed); at most cap entries. */
+int fsaio__iov_rest(const struct fsaio_req *r, struct iovec *tmp, int cap,
+		    const struct iovec **out);
+/* One preadv2/pwritev2 of the remainder; returns bytes or -errno. */
+ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, int flags);
+/* Blocking: run the remainder to completion, EOF or error; returns the event res. */
+int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* A method's start() hands a request to the pool, or with the caller's
+ * RWF_NOWAIT completes it with what was done or -EAGAIN. */
+/* fsync/fdatasync on a worker (method_blocking.c). */
+int64_t fsaio__sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r);
+void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
+
+/* fdtable.c */
+int fsaio__fdtable_init(struct fsaio__fdtable *t);
+void fsaio__fdtable_fini(struct fsaio__fdtable *t);
+int fsaio__fd_get(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out);
+int fsaio__fd_refresh(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out);
+void fsaio__fd_set(struct fsaio_ctx *ctx, int fd, uint32_t flags);
+void fsaio__fd_clear(struct fsaio_ctx *ctx, int fd, uint32_t flags);
+
+/* probe.c: residency of [off, off+len) */
+enum fsaio__residency { FSAIO__RES_UNKNOWN, FSAIO__RES_COLD, FSAIO__RES_PARTIAL, FSAIO__RES_HOT };
+enum fsaio__residency fsaio__probe(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len);
+
+/* pool.c */
+int fsaio__pool_init(struct fsaio__pool *p, unsigned max);
+void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *req);
+int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *req);
+void fsaio__pool_stop(struct fsaio_ctx *ctx);
+void fsaio__pool_fini(struct fsaio__pool *p);
+unsigned fsaio__pool_snapshot(struct fsaio_ctx *ctx, unsigned *threads);
+
+/* stats.c */
+#define FSAIO__INC(ctx, field, n) \
+	atomic_fetch_add_explicit(&(ctx)->st.field, (n), memory_order_relaxed)
+
+#endif /* FSAIO_INTERNAL_H */

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The retry-method interface: one implementation per kind of file, chosen
+ * once per fd (fdtable.c) as the 2004 patchset let each file type supply
+ * its own retry method. Adding a kind is one new method_*.c file and a line
+ * in fsaio__methods[].
+ */
+#ifndef FSAIO_METHOD_H
+#define FSAIO_METHOD_H
+
+#include "internal.h"
+
+struct fsaio__method {
+	const char *name;
+	/* In the submitter: go as far as possible without blocking, then
+	 * complete the request or hand it on. 0 once the request is accepted
+	 * (it will produce exactly one event), -errno to refuse it. */
+	int (*start)(struct fsaio_ctx *ctx, struct fsaio_req *req,
+		     struct fsaio__fdinfo fi, struct fsaio__batch *b);
+	/* On a worker: carry the remaining range to its end; returns the res. */
+	int64_t (*retry)(struct fsaio_ctx *ctx, struct fsaio_req *req);
+	/* Take back a WAITING request: 0 if it will complete with -ECANCELED,
+	 * -EBUSY if too late. NULL if the method never parks requests. */
+	int (*cancel)(struct fsaio_ctx *ctx, struct fsaio_req *req);
+};
+
+extern const struct fsaio__method fsaio__method_file;
+extern const struct fsaio__method fsaio__method_blocking;
+extern const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX];
+
+#endif /* FSAIO_METHOD_H */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: the generic fallback method: every request runs on a worker with
+ * ordinary blocking calls. It serves the kinds of file that have no
+ * non-blocking way in, and fsync/fdatasync of every kind.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "method.h"
+
+static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+		 struct fsaio__batch *b)
+{
+	(void)fi;
+	if (fsaio__is_rw(r) && !fsaio__total(r))
+		fsaio__complete(ctx, r, 0, b);
+	else
+		fsaio__handoff(ctx, r, b);
+	return 0;
+}
+
+/* Shared by every method for the requests that always take a worker. */
+int64_t fsaio__sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	int ret;
+
+	FSAIO__INC(ctx, retries, 1);
+	ret = r->opcode == FSAIO_OP_FSYNC ? fsync(r->fd) : fdatasync(r->fd);
+	return ret < 0 ? -errno : 0;
+}
+
+static int64_t poll_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	struct pollfd pfd = { r->fd, (short)r->len, 0 };
+	int n;
+
+	do {
+		FSAIO__INC(ctx, retries, 1);
+		n = poll(&pfd, 1, -1);
+	} while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : (int64_t)(unsigned short)pfd.revents;
+}
+
+static int64_t retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	if (r->opcode == FSAIO_OP_FSYNC || r->opcode == FSAIO_OP_FDSYNC)
+		return fsaio__sync_retry(ctx, r);
+	if (r->opcode == FSAIO_OP_POLL)
+		return poll_retry(ctx, r);
+	return fsaio__rw_blocking(ctx, r);
+}
+
+const struct fsaio__method fsaio__method_blocking = {
+	.name = "blocking",
+	.start = start,
+	.retry = retry,
+	.cancel = NULL,
+};

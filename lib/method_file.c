@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: regular buffered files, the retry method at the heart of libfsaio.
+ *
+ * In the submitter: go as far as the page cache allows without blocking,
+ * preadv2/pwritev2 with RWF_NOWAIT, round again on a short count (the rest
+ * may be cached too, or be EOF). A full result completes at once; EAGAIN or
+ * a partial one hands the remainder to the pool (fsaio__handoff), like the
+ * 2004 patchset's -EIOCBRETRY, with req->done_ as its bytes_done.
+ *
+ * The residency probe (probe.c) runs before the attempt when a miss would
+ * be dear: always for large requests, and for small ones after the last
+ * attempt on the fd missed (FSAIO__FD_PROBE_NEXT), so a hot workload pays
+ * nothing and a cold one pays ~140 ns instead of a ~8 us NOWAIT miss.
+ *
+ * Filesystems that refuse RWF_NOWAIT (tmpfs reads, ext4 writes on 6.18:
+ * EOPNOTSUPP; some answer EINVAL) are remembered per fd. Their requests are
+ * done inline with a plain call when the probe finds the whole range cached
+ * (copying to or from cached pages), and go to the pool otherwise.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "method.h"
+
+/* Requests at least this large are probed before their first attempt: a
+ * NOWAIT miss of 64 KiB already starts I/O and costs the submitter tens of
+ * microseconds, the probe a fraction of one. */
+#define PROBE_ALWAYS_BYTES (64 * 1024)
+#define INLINE_IOV 16
+
+static bool at_eof(const struct fsaio_req *r)
+{
+	struct stat st;
+
+	return fstat(r->fd, &st) == 0 &&
+	       (uint64_t)r->offset + r->done_ >= (uint64_t)st.st_size;
+}
+
+/* The fs refused NOWAIT: copy inline only what the probe says is cached. */
+static void start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
+			   struct fsaio__fdinfo fi, struct fsaio__batch *b)
+{
+	uint64_t total = fsaio__total(r);
+	struct iovec tmp[INLINE_IOV];
+	bool sync = (fi.flags & FSAIO__FD_SYNC) || (r->rw_flags & (RWF_DSYNC | RWF_SYNC));
+
+	if ((ctx->flags & FSAIO_CTX_NO_PROBE) || (fsaio__is_write(r) && sync) ||
+	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset + r->done_, total - r->done_) !=
+	    FSAIO__RES_HOT) {
+		fsaio__handoff(ctx, r, b);
+		return;
+	}
+	while (r->done_ < total) {
+		ssize_t n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags & ~RWF_NOWAIT);
+
+		if (n == -EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0 && !r->done_) {
+				fsaio__complete(ctx, r, n, b);
+				return;
+			}
+			break;
+		}
+		r->done_ += (uint64_t)n;
+		FSAIO__INC(ctx, bytes_inline, (uint64_t)n);
+	}
+	if (r->done_ < total && fsaio__is_write(r)) {
+		fsaio__handoff(ctx, r, b);
+		return;
+	}
+	FSAIO__INC(ctx, completed_inline, 1);
+	fsaio__complete(ctx, r, (int64_t)r->done_, b);
+}
+
+static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
+		    struct fsaio__fdinfo fi, struct fsaio__batch *b)
+{
+	uint64_t total = fsaio__total(r);
+	bool write = fsaio__is_write(r);
+	uint32_t refused = write ? FSAIO__FD_NOWAIT_WBAD : FSAIO__FD_NOWAIT_RBAD;
+	struct iovec tmp[INLINE_IOV];
+
+	if (!total) {
+		fsaio__complete(ctx, r, 0, b);
+		return 0;
+	}
+	if (ctx->flags & FSAIO_CTX_NO_INLINE) {
+		fsaio__handoff(ctx, r, b);
+		return 0;
+	}
+	if (fi.flags & refused) {
+		start_resident(ctx, r, fi, b);
+		return 0;
+	}
+	if (!(ctx->flags & FSAIO_CTX_NO_PROBE) &&
+	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
+	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
+		FSAIO__INC(ctx, probe_cold, 1);
+		fsaio__fd_set(ctx, r->fd, FSAIO__FD_PROBE_NEXT);
+		fsaio__handoff(ctx, r, b);
+		return 0;
+	}
+	for (;;) {
+		ssize_t n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags | RWF_NOWAIT);
+
+		if (n > 0) {
+			r->done_ += (uint64_t)n;
+			FSAIO__INC(ctx, bytes_inline, (uint64_t)n);
+			if (r->done_ < total)
+				continue;
+			if (fi.flags & FSAIO__FD_PROBE_NEXT)
+				fsaio__fd_clear(ctx, r->fd, FSAIO__FD_PROBE_NEXT);
+			FSAIO__INC(ctx, completed_inline, 1);
+			fsaio__complete(ctx, r, (int64_t)total, b);
+			return 0;
+		}
+		/* Kernels 5.9/5.10 may answer 0 to a NOWAIT read before EOF. */
+		if (n == 0 && !write && at_eof(r)) {
+			FSAIO__INC(ctx, completed_inline, 1);
+			fsaio__complete(ctx, r, (int64_t)r->done_, b);
+			return 0;
+		}
+		if (n == 0 || n == -EAGAIN) {
+			fsaio__fd_set(ctx, r->fd, FSAIO__FD_PROBE_NEXT);
+			fsaio__handoff(ctx, r, b);
+			return 0;
+		}
+		if (n == -EINTR)
+			continue;
+		if ((n == -EOPNOTSUPP || n == -EINVAL) && !(r->rw_flags & RWF_NOWAIT)) {
+			fsaio__fd_set(ctx, r->fd, refused);
+			start_resident(ctx, r, fi, b);
+			return 0;
+		}
+		if ((n == -EBADF || n == -ESPIPE) && !r->done_) {
+			/* The fd number may now name another file: learn it again
+			 * and let its own method start the request. */
+			struct fsaio__fdinfo now;
+			int ret = fsaio__fd_refresh(ctx, r->fd, &now);
+
+			if (ret)
+				return ret;
+			if (now.kind != FSAIO__KIND_FILE || now.flags != fi.flags) {
+				r->method_ = now.kind;
+				r->priv_[1] = !(now.flags & FSAIO__FD_SEEKABLE);
+				if (!(now.flags & (write ? FSAIO__FD_WRITE : FSAIO__FD_READ)))
+					return -EBADF;
+				return fsaio__methods[now.kind]->start(ctx, r, now, b);
+			}
+		}
+		fsaio__complete(ctx, r, fsaio__result(r, n), b);
+		return 0;
+	}
+}
+
+static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+		 struct fsaio__batch *b)
+{
+	if (fsaio__is_rw(r))
+		return start_rw(ctx, r, fi, b);
+	if (r->opcode == FSAIO_OP_POLL) {
+		/* Regular files are always ready, as poll(2) says of them. */
+		fsaio__complete(ctx, r, (int64_t)(r->len & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM)), b);
+		return 0;
+	}
+	fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: always a worker */
+	return 0;
+}
+
+static int64_t retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	if (!fsaio__is_rw(r))
+		return fsaio__sync_retry(ctx, r);
+	return fsaio__rw_blocking(ctx, r);
+}
+
+const struct fsaio__method fsaio__method_file = {
+	.name = "file",
+	.start = start,
+	.retry = retry,
+	.cancel = NULL,
+};

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: the worker pool that carries blocked requests to completion.
+ *
+ * Owns: a FIFO of requests linked through req->next_/prev_ (the work item
+ * lives in the request: nothing is allocated per request), and up to
+ * pool.max joinable threads, started on demand when work arrives and no
+ * worker is idle. One mutex and one condition variable (monotonic clock);
+ * a waiter is signalled only when one is idle and not already woken.
+ * Workers block every signal (the caller's handlers must not run on them)
+ * and are named fsaio-wN.
+ *
+ * Invariants, under pool.lock: a request is in the FIFO iff its state is
+ * QUEUED; a worker moves it to RUNNING when it takes it, after which cancel
+ * answers -EBUSY. Stop (destroy) cancels every QUEUED request through the
+ * normal completion path, then joins the workers once they finish what
+ * they run.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+#include "method.h"
+
+#define WORKER_STACK (1u << 20)
+
+int fsaio__pool_init(struct fsaio__pool *p, unsigned max)
+{
+	pthread_condattr_t ca;
+
+	p->threads = calloc(max, sizeof(*p->threads));
+	if (!p->threads)
+		return -ENOMEM;
+	p->max = max;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->work, &ca);
+	pthread_condattr_destroy(&ca);
+	return 0;
+}
+
+void fsaio__pool_fini(struct fsaio__pool *p)
+{
+	pthread_cond_destroy(&p->work);
+	pthread_mutex_destroy(&p->lock);
+	free(p->threads);
+}
+
+static void unlink_req(struct fsaio__pool *p, struct fsaio_req *r)
+{
+	if (r->prev_)
+		r->prev_->next_ = r->next_;
+	else
+		p->head = r->next_;
+	if (r->next_)
+		r->next_->prev_ = r->prev_;
+	else
+		p->tail = r->prev_;
+	r->next_ = r->prev_ = NULL;
+	p->queued--;
+}
+
+static void run(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	const struct fsaio__method *m = fsaio__methods[r->method_];
+	uint64_t before = r->done_;
+	int64_t res = m->retry(ctx, r);
+
+	FSAIO__INC(ctx, bytes_worker, r->done_ - before);
+	fsaio__complete(ctx, r, res, NULL);
+}
+
+static void *worker(void *arg)
+{
+	struct fsaio_ctx *ctx = arg;
+	struct fsaio__pool *p = &ctx->pool;
+	struct fsaio_req *r;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->head && !p->stopping) {
+			p->idle++;
+			pthread_cond_wait(&p->work, &p->lock);
+			p->idle--;
+			if (p->signalled)
+				p->signalled--;
+		}
+		if (!p->head)
+			break;
+		r = p->head;
+		unlink_req(p, r);
+		atomic_store_explicit(&r->state_, FSAIO__RUNNING, memory_order_relaxed);
+		p->running++;
+		pthread_mutex_unlock(&p->lock);
+		run(ctx, r);
+		pthread_mutex_lock(&p->lock);
+		p->running--;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Called with pool.lock held. A failure to start a thread is not fatal while
+ * another worker exists: the request waits for it. */
+static int spawn(struct fsaio_ctx *ctx)
+{
+	struct fsaio__pool *p = &ctx->pool;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	char name[16];
+	int ret;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, WORKER_STACK);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&p->threads[p->nthreads], &attr, worker, ctx);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (ret)
+		return -ret;
+	snprintf(name, sizeof(name), "fsaio-w%u", p->nthreads);
+	pthread_setname_np(p->threads[p->nthreads], name);
+	p->nthreads++;
+	return 0;
+}
+
+/* Hand a request to the pool. It cannot fail once a worker exists; if none
+ * can be started at all, the request completes with that error. */
+void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	struct fsaio__pool *p = &ctx->pool;
+	int err = 0;
+
+	FSAIO__INC(ctx, queued, 1);
+	pthread_mutex_lock(&p->lock);
+	r->next_ = NULL;
+	r->prev_ = p->tail;
+	if (p->tail)
+		p->tail->next_ = r;
+	else
+		p->head = r;
+	p->tail = r;
+	p->queued++;
+	atomic_store_explicit(&r->state_, FSAIO__QUEUED, memory_order_relaxed);
+	if (p->idle > p->signalled) {
+		p->signalled++;
+		pthread_cond_signal(&p->work);
+	} else if (p->nthreads < p->max) {
+		err = spawn(ctx);
+		if (err && p->nthreads)
+			err = 0;
+		if (err)
+			unlink_req(p, r);
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (err)
+		fsaio__complete(ctx, r, fsaio__result(r, err), NULL);
+}
+
+int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	struct fsaio__pool *p = &ctx->pool;
+	int ret = -EBUSY;
+
+	pthread_mutex_lock(&p->lock);
+	if (atomic_load_explicit(&r->state_, memory_order_relaxed) == FSAIO__QUEUED) {
+		unlink_req(p, r);
+		atomic_store_explicit(&r->state_, FSAIO__RUNNING, memory_order_relaxed);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!ret) {
+		FSAIO__INC(ctx, cancelled, 1);
+		fsaio__complete(ctx, r, -ECANCELED, NULL);
+	}
+	return ret;
+}
+
+void fsaio__pool_stop(struct fsaio_ctx *ctx)
+{
+	struct fsaio__pool *p = &ctx->pool;
+	struct fsaio_req *list, *r;
+	unsigned n;
+
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	list = p->head;
+	for (r = list; r; r = r->next_)
+		atomic_store_explicit(&r->state_, FSAIO__RUNNING, memory_order_relaxed);
+	p->head = p->tail = NULL;
+	p->queued = 0;
+	pthread_cond_broadcast(&p->work);
+	n = p->nthreads;
+	pthread_mutex_unlock(&p->lock);
+
+	while ((r = list)) {
+		list = r->next_;
+		r->next_ = r->prev_ = NULL;
+		FSAIO__INC(ctx, cancelled, 1);
+		fsaio__complete(ctx, r, -ECANCELED, NULL);
+	}
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(p->threads[i], NULL);
+}
+
+unsigned fsaio__pool_snapshot(struct fsaio_ctx *ctx, unsigned *threads)
+{
+	struct fsaio__pool *p = &ctx->pool;
+	unsigned q;
+
+	pthread_mutex_lock(&p->lock);
+	q = p->queued;
+	*threads = p->nthreads;
+	pthread_mutex_unlock(&p->lock);
+	return q;
+}

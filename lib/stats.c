@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: the counters. Each is a relaxed atomic bumped where the event
+ * happens; a snapshot is not atomic across counters (a request may be
+ * counted as queued and not yet as retried), which is what callers of a
+ * live statistics call expect.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define LOAD(f) atomic_load_explicit(&ctx->st.f, memory_order_relaxed)
+
+FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
+{
+	unsigned threads;
+
+	if (!fsaio__ctx_ok(ctx))
+		return -EINVAL;
+	if (!st)
+		return -EFAULT;
+	memset(st, 0, sizeof(*st));
+	st->requests = LOAD(requests);
+	st->completed_inline = LOAD(completed_inline);
+	st->partial_inline = LOAD(partial_inline);
+	st->queued = LOAD(queued);
+	st->retries = LOAD(retries);
+	st->bytes_inline = LOAD(bytes_inline);
+	st->bytes_worker = LOAD(bytes_worker);
+	st->probe_calls = LOAD(probe_calls);
+	st->probe_cold = LOAD(probe_cold);
+	st->cancelled = LOAD(cancelled);
+	st->pool_queue_len = fsaio__pool_snapshot(ctx, &threads);
+	st->pool_threads = threads;
+	return 0;
+}
