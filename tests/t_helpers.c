@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared test helpers: see t_helpers.h. State is per test process (Criterion
+ * forks every test), so plain globals are enough; only the *_nocheck
+ * functions may run on threads other than the test's.
+ */
+#include "t_helpers.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* cachestat(2) has no glibc wrapper and the installed uapi headers predate it. */
+#ifndef T_NR_cachestat
+#define T_NR_cachestat 451
+#endif
+struct t_cachestat_range {
+	uint64_t off;
+	uint64_t len;
+};
+struct t_cachestat {
+	uint64_t nr_cache;
+	uint64_t nr_dirty;
+	uint64_t nr_writeback;
+	uint64_t nr_evicted;
+	uint64_t nr_recently_evicted;
+};
+
+#define T_MAX_SHM 8
+
+static char t_dirpath[PATH_MAX];
+static int t_dirfd = -1;
+static unsigned t_nfiles;
+static char t_shm[T_MAX_SHM][PATH_MAX];
+static unsigned t_nshm;
+
+static size_t t_page(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+void t_setup(void)
+{
+	const char *base = getenv("FSAIO_TESTDIR");
+
+	if (!base || !*base)
+		base = getenv("FSAIO_TEST_BUILDDIR");
+	if (!base || !*base)
+		base = ".";
+	int n = snprintf(t_dirpath, sizeof(t_dirpath), "%s/fsaio-test-XXXXXX", base);
+	cr_assert(n > 0 && (size_t)n < sizeof(t_dirpath), "test dir path too long");
+	cr_assert_not_null(mkdtemp(t_dirpath), "mkdtemp(%s): %s", t_dirpath, strerror(errno));
+	t_dirfd = open(t_dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(t_dirfd, 0, "open %s: %s", t_dirpath, strerror(errno));
+
+	/* The inline path needs a filesystem with RWF_NOWAIT reads: on tmpfs every
+	 * test would silently exercise only the fallback. */
+	struct statfs sfs;
+	cr_assert_eq(fstatfs(t_dirfd, &sfs), 0);
+	cr_assert(sfs.f_type != TMPFS_MAGIC && sfs.f_type != RAMFS_MAGIC,
+		  "%s is on tmpfs/ramfs; set FSAIO_TESTDIR to a directory on disk", t_dirpath);
+	t_nfiles = 0;
+	t_nshm = 0;
+}
+
+void t_teardown(void)
+{
+	for (unsigned i = 0; i < t_nshm; i++)
+		unlink(t_shm[i]);
+	t_nshm = 0;
+	if (t_dirfd < 0)
+		return;
+	DIR *d = fdopendir(t_dirfd);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				unlinkat(dirfd(d), de->d_name, 0);
+		}
+		closedir(d);
+	} else {
+		close(t_dirfd);
+	}
+	t_dirfd = -1;
+	rmdir(t_dirpath);
+}
+
+const char *t_dir(void)
+{
+	return t_dirpath;
+}
+
+/* splitmix64's finaliser: neighbouring words get unrelated values, so a byte
+ * landing at the wrong offset (by any distance) is caught. */
+static uint64_t t_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t t_word(uint64_t wi, unsigned seed)
+{
+	return t_mix(wi ^ ((uint64_t)seed << 48) ^ ((uint64_t)seed * 0x2545f4914f6cdd1dull));
+}
+
+uint8_t t_pattern_byte(uint64_t off, unsigned seed)
+{
+	return (uint8_t)(t_word(off >> 3, seed) >> ((off & 7) * 8));
+}
+
+void t_fill_pattern(void *buf, size_t len, uint64_t off, unsigned seed)
+{
+	uint8_t *p = buf;
+	uint64_t w = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		uint64_t o = off + i;
+		if (i == 0 || (o & 7) == 0)
+			w = t_word(o >> 3, seed);
+		p[i] = (uint8_t)(w >> ((o & 7) * 8));
+	}
+}
+
+ssize_t t_pattern_mismatch(const void *buf, size_t len, uint64_t off, unsigned seed)
+{
+	const uint8_t *p = buf;
+	uint64_t w = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		uint64_t o = off + i;
+		if (i == 0 || (o & 7) == 0)
+			w = t_word(o >> 3, seed);
+		if (p[i] != (uint8_t)(w >> ((o & 7) * 8)))
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+void t_check_pattern(const void *buf, size_t len, uint64_t off, unsigned seed)
+{
+	ssize_t bad = t_pattern_mismatch(buf, len, off, seed);
+
+	cr_assert_eq(bad, -1,
+		     "pattern mismatch at buffer byte %zd (file offset %llu): got 0x%02x, want 0x%02x",
+		     bad, (unsigned long long)(off + (uint64_t)bad),
+		     bad >= 0 ? ((const uint8_t *)buf)[bad] : 0,
+		     t_pattern_byte(off + (uint64_t)bad, seed));
+}
+
+void t_check_file(int fd, uint64_t off, size_t len, unsigned seed)
+{
+	uint8_t *buf = malloc(len ? len : 1);
+	size_t done = 0;
+
+	cr_assert_not_null(buf);
+	while (done < len) {
+		ssize_t r = pread(fd, buf + done, len - done, (off_t)(off + done));
+		cr_assert_gt(r, 0, "pread back at %llu: %zd (%s)",
+			     (unsigned long long)(off + done), r, r < 0 ? strerror(errno) : "EOF");
+		done += (size_t)r;
+	}
+	t_check_pattern(buf, len, off, seed);
+	free(buf);
+}
+
+void t_check_bytes(const void *buf, size_t len, uint8_t c)
+{
+	const uint8_t *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(p[i], c, "byte %zu is 0x%02x, want 0x%02x", i, p[i], c);
+}
+
+static int t_create(size_t size, unsigned seed, char *path)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "f%u.dat", t_nfiles++);
+	int fd = openat(t_dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0, "create %s/%s: %s", t_dirpath, name, strerror(errno));
+	if (path) {
+		int n = snprintf(path, PATH_MAX, "%s/%s", t_dirpath, name);
+		cr_assert(n > 0 && n < PATH_MAX, "path too long");
+	}
+
+	size_t chunk = 1u << 20;
+	uint8_t *buf = malloc(chunk);
+	cr_assert_not_null(buf);
+	for (size_t off = 0; off < size; off += chunk) {
+		size_t n = size - off < chunk ? size - off : chunk;
+		t_fill_pattern(buf, n, off, seed);
+		cr_assert_eq(pwrite(fd, buf, n, (off_t)off), (ssize_t)n, "fill: %s", strerror(errno));
+	}
+	free(buf);
+	return fd;
+}
+
+int t_tmpfile(size_t size, unsigned seed)
+{
+	return t_create(size, seed, NULL);
+}
+
+int t_tmpfile_path(size_t size, unsigned seed, char *path)
+{
+	return t_create(size, seed, path);
+}
+
+int t_shmfile(size_t size, unsigned seed)
+{
+	cr_assert_lt(t_nshm, T_MAX_SHM);
+	char *path = t_shm[t_nshm];
+	snprintf(path, PATH_MAX, "/dev/shm/fsaio-test-%d-%u", (int)getpid(), t_nshm);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0, "create %s: %s", path, strerror(errno));
+	t_nshm++;
+
+	struct statfs sfs;
+	cr_assert_eq(fstatfs(fd, &sfs), 0);
+	cr_assert_eq(sfs.f_type, TMPFS_MAGIC, "/dev/shm is not tmpfs here");
+
+	uint8_t *buf = malloc(size ? size : 1);
+	cr_assert_not_null(buf);
+	t_fill_pattern(buf, size, 0, seed);
+	cr_assert_eq(pwrite(fd, buf, size, 0), (ssize_t)size);
+	free(buf);
+	return fd;
+}
+
+int t_reopen(int fd, int flags)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	int nfd = open(p, flags | O_CLOEXEC);
+	cr_assert_geq(nfd, 0, "reopen %s: %s", p, strerror(errno));
+	return nfd;
+}
+
+static int t_cachestat(int fd, uint64_t off, uint64_t len, struct t_cachestat *cs)
+{
+	struct t_cachestat_range r = { .off = off, .len = len };
+
+	memset(cs, 0, sizeof(*cs));
+	return (int)syscall(T_NR_cachestat, fd, &r, cs, 0);
+}
+
+uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len)
+{
+	struct t_cachestat cs;
+	cr_assert_eq(t_cachestat(fd, off, len, &cs), 0,
+		     "cachestat: %s (the suite needs Linux 6.5+)", strerror(errno));
+	return cs.nr_cache;
+}
+
+uint64_t t_dirty_pages(int fd, uint64_t off, uint64_t len)
+{
+	struct t_cachestat cs;
+	cr_assert_eq(t_cachestat(fd, off, len, &cs), 0, "cachestat: %s", strerror(errno));
+	return cs.nr_dirty + cs.nr_writeback;
+}
+
+void t_make_cold(int fd)
+{
+	cr_assert_eq(fsync(fd), 0, "fsync: %s", strerror(errno));
+	/* DONTNEED skips pages that are momentarily locked or referenced; a few
+	 * rounds settle that, and cachestat says when it is really done. */
+	uint64_t cached = 0;
+	for (int i = 0; i < 100; i++) {
+		cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		cached = t_cached_pages(fd, 0, 0);
+		if (cached == 0)
+			return;
+		t_sleep_ms(5);
+	}
+	cr_assert_fail("file still has %llu pages cached after fsync + DONTNEED",
+		       (unsigned long long)cached);
+}
+
+void t_make_hot(int fd, uint64_t off, uint64_t len)
+{
+	struct stat st;
+	cr_assert_eq(fstat(fd, &st), 0);
+	uint64_t size = (uint64_t)st.st_size;
+	if (off >= size || len == 0)
+		return;
+	if (len > size - off)
+		len = size - off;
+
+	/* A separate open file description with FADV_RANDOM reads exactly the
+	 * pages asked for: readahead would cache more than the test means, and
+	 * the hint must not change how the engine's own fd reads ahead. */
+	int rfd = t_reopen(fd, O_RDONLY);
+	cr_assert_eq(posix_fadvise(rfd, 0, 0, POSIX_FADV_RANDOM), 0);
+	size_t pg = t_page();
+	uint64_t start = off / pg * pg;
+	uint64_t end = off + len;
+	uint8_t *buf = malloc(pg);
+	cr_assert_not_null(buf);
+	for (uint64_t o = start; o < end; o += pg)
+		cr_assert_gt(pread(rfd, buf, pg, (off_t)o), 0, "pread %llu: %s",
+			     (unsigned long long)o, strerror(errno));
+	free(buf);
+	close(rfd);
+
+	uint64_t want = (end - start + pg - 1) / pg;
+	uint64_t got = t_cached_pages(fd, start, end - start);
+	cr_assert_eq(got, want, "make_hot: %llu of %llu pages cached",
+		     (unsigned long long)got, (unsigned long long)want);
+}
+
+fsaio_ctx_t *t_ctx(const struct fsaio_params *p)
+{
+	fsaio_ctx_t *ctx = NULL;
+	int r = T_CALL(fsaio_ctx_create(p, &ctx));
+	cr_assert_eq(r, 0, "fsaio_ctx_create: %d (%s)", r, strerror(-r));
+	cr_assert_not_null(ctx);
+	return ctx;
+}
+
+void t_ctx_destroy(fsaio_ctx_t *ctx)
+{
+	int r = T_CALL(fsaio_ctx_destroy(ctx));
+	cr_assert_eq(r, 0, "fsaio_ctx_destroy: %d", r);
+}
+
+void t_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
+{
+	int r = T_CALL(fsaio_submit(ctx, reqs, nr));
+	cr_assert_eq(r, (int)nr, "fsaio_submit of %u: %d (%s)", nr, r, r < 0 ? strerror(-r) : "");
+}
+
+void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req)
+{
+	t_submit(ctx, &req, 1);
+}
+
+struct fsaio_stats t_stats(fsaio_ctx_t *ctx)
+{
+	struct fsaio_stats st;
+	memset(&st, 0xa5, sizeof(st));
+	int r = T_CALL(fsaio_get_stats(ctx, &st));
+	cr_assert_eq(r, 0, "fsaio_get_stats: %d", r);
+	return st;
+}
+
+static struct timespec t_ts_ms(int64_t ms)
+{
+	if (ms < 0)
+		ms = 0;
+	return (struct timespec){ .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
+}
+
+void t_reap_all(fsaio_ctx_t *ctx, unsigned n, struct fsaio_event *evs, int timeout_ms)
+{
+	uint64_t deadline = t_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	unsigned got = 0;
+
+	while (got < n) {
+		uint64_t now = t_now_ns();
+		cr_assert_lt(now, deadline, "only %u of %u events within %d ms", got, n, timeout_ms);
+		struct timespec ts = t_ts_ms((int64_t)((deadline - now) / 1000000ull) + 1);
+		int r = T_CALL(fsaio_getevents(ctx, 1, n - got, evs + got, &ts));
+		if (r == -EINTR)
+			continue;
+		cr_assert_geq(r, 0, "fsaio_getevents: %d (%s)", r, strerror(-r));
+		cr_assert_leq((unsigned)r, n - got, "getevents returned %d, more than asked", r);
+		got += (unsigned)r;
+	}
+	/* Wait a little for a stray extra event: a request completed twice
+	 * usually shows up right behind its first event. */
+	struct fsaio_event extra;
+	struct timespec ts = t_ts_ms(5);
+	int r = T_CALL(fsaio_getevents(ctx, 1, 1, &extra, &ts));
+	cr_assert_eq(r, 0, "an event beyond the %u expected arrived (res %lld)", n,
+		     r > 0 ? (long long)extra.res : 0LL);
+}
+
+void t_no_event(fsaio_ctx_t *ctx)
+{
+	struct fsaio_event ev;
+	struct timespec zero = { 0, 0 };
+	int r = T_CALL(fsaio_getevents(ctx, 0, 1, &ev, &zero));
+	cr_assert_eq(r, 0, "unexpected event (res %lld)", r > 0 ? (long long)ev.res : 0LL);
+}
+
+const struct fsaio_event *t_event_of(const struct fsaio_event *evs, unsigned n,
+				     const struct fsaio_req *req)
+{
+	const struct fsaio_event *found = NULL;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (evs[i].req != req)
+			continue;
+		cr_assert_null(found, "request %p has two events", (const void *)req);
+		found = &evs[i];
+	}
+	cr_assert_not_null(found, "request %p has no event", (const void *)req);
+	cr_assert_eq(found->user_data, req->user_data, "event's user_data is not the request's");
+	return found;
+}
+
+void t_match_events(const struct fsaio_event *evs, unsigned n,
+		    struct fsaio_req *const *reqs, unsigned nreq)
+{
+	cr_assert_eq(n, nreq, "%u events for %u requests", n, nreq);
+	for (unsigned i = 0; i < nreq; i++)
+		(void)t_event_of(evs, n, reqs[i]);
+}
+
+void t_blocker_init(struct t_blocker *b)
+{
+	b->len = t_page();
+	b->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	cr_assert_geq(b->uffd, 0, "userfaultfd: %s (the cancel/destroy tests need it: run as root "
+		      "or set vm.unprivileged_userfaultfd=1)", strerror(errno));
+	struct uffdio_api api = { .api = UFFD_API };
+	cr_assert_eq(ioctl(b->uffd, UFFDIO_API, &api), 0, "UFFDIO_API: %s", strerror(errno));
+	b->page = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(b->page, MAP_FAILED);
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)b->page, .len = b->len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	cr_assert_eq(ioctl(b->uffd, UFFDIO_REGISTER, &reg), 0, "UFFDIO_REGISTER: %s", strerror(errno));
+}
+
+void t_blocker_wait_fault(struct t_blocker *b, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = b->uffd, .events = POLLIN };
+	int r;
+
+	do
+		r = poll(&pfd, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	cr_assert_eq(r, 1, "no thread faulted on the blocker page within %d ms", timeout_ms);
+
+	struct uffd_msg msg;
+	ssize_t n = read(b->uffd, &msg, sizeof(msg));
+	cr_assert_eq(n, (ssize_t)sizeof(msg), "read uffd: %s", strerror(errno));
+	cr_assert_eq(msg.event, UFFD_EVENT_PAGEFAULT);
+	cr_assert_eq(msg.arg.pagefault.address & ~(uint64_t)(b->len - 1), (uintptr_t)b->page);
+}
+
+int t_blocker_release_nocheck(struct t_blocker *b, const void *content)
+{
+	struct uffdio_copy c = {
+		.dst = (uintptr_t)b->page,
+		.src = (uintptr_t)content,
+		.len = b->len,
+	};
+	if (ioctl(b->uffd, UFFDIO_COPY, &c) != 0)
+		return -errno;
+	return c.copy == (int64_t)b->len ? 0 : -EIO;
+}
+
+void t_blocker_release(struct t_blocker *b, const void *content)
+{
+	int r = t_blocker_release_nocheck(b, content);
+	cr_assert_eq(r, 0, "UFFDIO_COPY: %s", strerror(-r));
+}
+
+void t_blocker_fini(struct t_blocker *b)
+{
+	/* Closing the userfaultfd wakes any thread still faulting on the page. */
+	if (b->uffd >= 0)
+		close(b->uffd);
+	b->uffd = -1;
+	if (b->page && b->page != MAP_FAILED)
+		munmap(b->page, b->len);
+	b->page = NULL;
+}
+
+uint64_t t_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void t_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+int t_waitpid_bounded(pid_t pid, int timeout_ms)
+{
+	uint64_t deadline = t_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int status = 0;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			return status;
+		cr_assert(r == 0 || (r < 0 && errno == EINTR), "waitpid: %s", strerror(errno));
+		if (t_now_ns() >= deadline)
+			break;
+		t_sleep_ms(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	cr_assert_fail("child %d still running after %d ms (hung)", (int)pid, timeout_ms);
+	return -1;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared helpers of the core test suite.
+ *
+ * Every test runs in its own process (Criterion forks), so the helpers keep
+ * their state in plain globals: one temporary directory per test, on disk
+ * (tmpfs has no RWF_NOWAIT, so a test there would not exercise the engine's
+ * inline path), created by t_setup() and removed by t_teardown().
+ *
+ * Helpers that assert (cr_assert*) may be called only from the test's own
+ * thread: a Criterion assertion unwinds the test, which cannot be done from
+ * another thread. The t_*_nocheck variants return a status instead.
+ */
+#ifndef T_HELPERS_H
+#define T_HELPERS_H
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "fsaio.h"
+
+/* Any value no libc call sets: a call that touches errno is caught. */
+#define T_ERRNO_SENTINEL 7919
+
+/*
+ * Evaluate a library call with errno set to a sentinel and assert that the
+ * call left it alone (the API promises that for every call, failing or not).
+ */
+#define T_CALL(expr) __extension__({					\
+	errno = T_ERRNO_SENTINEL;					\
+	__typeof__(expr) t_call_r_ = (expr);				\
+	int t_call_e_ = errno;						\
+	cr_assert_eq(t_call_e_, T_ERRNO_SENTINEL,			\
+		     "%s changed errno to %d (%s)", #expr, t_call_e_,	\
+		     strerror(t_call_e_));				\
+	t_call_r_;							\
+})
+
+/* A generous bound on how long a single expected event may take to arrive:
+ * generous because a loaded CI machine must not make a correct engine fail. */
+#define T_EVENT_TIMEOUT_MS 20000
+
+/* Per-test fixture: the temporary directory and the files made in it. */
+void t_setup(void);
+void t_teardown(void);
+const char *t_dir(void);
+
+/* A file of size bytes filled with the pattern of seed, opened O_RDWR; its
+ * pages are in the cache (dirty) until t_make_cold(). */
+int t_tmpfile(size_t size, unsigned seed);
+/* The same, and its path copied into path (at least PATH_MAX bytes). */
+int t_tmpfile_path(size_t size, unsigned seed, char *path);
+/* A file in /dev/shm (tmpfs) for the tests about tmpfs; removed by t_teardown. */
+int t_shmfile(size_t size, unsigned seed);
+/* Open the file behind fd again, with other flags (a new open file description). */
+int t_reopen(int fd, int flags);
+
+/* The position-dependent pattern: byte at file offset off for seed. */
+uint8_t t_pattern_byte(uint64_t off, unsigned seed);
+void t_fill_pattern(void *buf, size_t len, uint64_t off, unsigned seed);
+/* Index of the first byte of buf that is not the pattern at off, or -1. */
+ssize_t t_pattern_mismatch(const void *buf, size_t len, uint64_t off, unsigned seed);
+/* Assert that buf holds the pattern of file offset off. */
+void t_check_pattern(const void *buf, size_t len, uint64_t off, unsigned seed);
+/* Read the file back (plain pread) and assert it holds the pattern. */
+void t_check_file(int fd, uint64_t off, size_t len, unsigned seed);
+/* Assert that every byte of buf is c (sentinels around and between buffers). */
+void t_check_bytes(const void *buf, size_t len, uint8_t c);
+
+/* Page cache state of a range, from cachestat(2); len 0 means to EOF. */
+uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len);
+uint64_t t_dirty_pages(int fd, uint64_t off, uint64_t len);
+/* fsync + POSIX_FADV_DONTNEED, then assert that no page of the file is cached. */
+void t_make_cold(int fd);
+/* Bring exactly the pages of [off, off+len) into the cache (no readahead
+ * beyond them) and assert that they are all cached. */
+void t_make_hot(int fd, uint64_t off, uint64_t len);
+
+/* Context and call wrappers that assert success and errno untouched. */
+fsaio_ctx_t *t_ctx(const struct fsaio_params *p);
+void t_ctx_destroy(fsaio_ctx_t *ctx);
+void t_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr);
+void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req);
+struct fsaio_stats t_stats(fsaio_ctx_t *ctx);
+
+/*
+ * Reap exactly n events into evs within timeout_ms, then assert that no
+ * further event arrives (a short wait, so a duplicate is caught).
+ */
+void t_reap_all(fsaio_ctx_t *ctx, unsigned n, struct fsaio_event *evs, int timeout_ms);
+/* Assert that no event is pending right now. */
+void t_no_event(fsaio_ctx_t *ctx);
+/* Assert that evs[0..n) and reqs[0..nreq) match one to one (each request
+ * exactly one event, user_data carried) and that n == nreq. */
+void t_match_events(const struct fsaio_event *evs, unsigned n,
+		    struct fsaio_req *const *reqs, unsigned nreq);
+/* The one event of req among evs (asserts there is exactly one). */
+const struct fsaio_event *t_event_of(const struct fsaio_event *evs, unsigned n,
+				     const struct fsaio_req *req);
+
+/*
+ * A deterministic way to keep a worker busy: a page registered with
+ * userfaultfd. A worker that copies from or to it blocks in the kernel until
+ * the test resolves the fault, and the test learns the moment it blocked by
+ * reading the userfaultfd. Real kernel behaviour, no timing involved.
+ */
+struct t_blocker {
+	int uffd;
+	void *page;
+	size_t len;
+};
+void t_blocker_init(struct t_blocker *b);
+/* Assert that a thread faulted on the page within timeout_ms. */
+void t_blocker_wait_fault(struct t_blocker *b, int timeout_ms);
+/* Fill the page with content (len bytes), waking the blocked thread.
+ * 0 or -errno; safe from any thread. */
+int t_blocker_release_nocheck(struct t_blocker *b, const void *content);
+void t_blocker_release(struct t_blocker *b, const void *content);
+void t_blocker_fini(struct t_blocker *b);
+
+/* Time and waiting; never used to assert durations of the engine. */
+uint64_t t_now_ns(void);
+void t_sleep_ms(unsigned ms);
+/* waitpid with a bound: the child's status; a child still running after
+ * timeout_ms is killed and the test fails. */
+int t_waitpid_bounded(pid_t pid, int timeout_ms);
+
+#endif /* T_HELPERS_H */
