@@ -33,6 +33,19 @@ enum fsaio__state {
 	FSAIO__DONE,            /* event posted or being posted */
 };
 
+/* req->state_ is a plain uint32_t in the public header (no <stdatomic.h>
+ * there), so it is accessed with the compiler's atomic builtins. Stores
+ * release and loads acquire: whoever sees a state also sees the request
+ * fields written before it was set. */
+static inline uint32_t fsaio__state_get(const struct fsaio_req *r)
+{
+	return __atomic_load_n(&r->state_, __ATOMIC_ACQUIRE);
+}
+static inline void fsaio__state_set(struct fsaio_req *r, uint32_t s)
+{
+	__atomic_store_n(&r->state_, s, __ATOMIC_RELEASE);
+}
+
 /* What the engine knows about an fd: one atomic word per fd (fdtable.c). */
 enum fsaio__kind {
 	FSAIO__KIND_FILE = 0,   /* regular file or block device, buffered */

@@ -93,7 +93,7 @@ static void *worker(void *arg)
 			break;
 		r = p->head;
 		unlink_req(p, r);
-		atomic_store_explicit(&r->state_, FSAIO__RUNNING, memory_order_relaxed);
+		fsaio__state_set(r, FSAIO__RUNNING);
 		p->running++;
 		pthread_mutex_unlock(&p->lock);
 		run(ctx, r);
@@ -146,7 +146,7 @@ void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		p->head = r;
 	p->tail = r;
 	p->queued++;
-	atomic_store_explicit(&r->state_, FSAIO__QUEUED, memory_order_relaxed);
+	fsaio__state_set(r, FSAIO__QUEUED);
 	if (p->idle > p->signalled) {
 		p->signalled++;
 		pthread_cond_signal(&p->work);
@@ -168,9 +168,9 @@ int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	int ret = -EBUSY;
 
 	pthread_mutex_lock(&p->lock);
-	if (atomic_load_explicit(&r->state_, memory_order_relaxed) == FSAIO__QUEUED) {
+	if (fsaio__state_get(r) == FSAIO__QUEUED) {
 		unlink_req(p, r);
-		atomic_store_explicit(&r->state_, FSAIO__RUNNING, memory_order_relaxed);
+		fsaio__state_set(r, FSAIO__RUNNING);
 		ret = 0;
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -191,7 +191,7 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 	p->stopping = true;
 	list = p->head;
 	for (r = list; r; r = r->next_)
-		atomic_store_explicit(&r->state_, FSAIO__RUNNING, memory_order_relaxed);
+		fsaio__state_set(r, FSAIO__RUNNING);
 	p->head = p->tail = NULL;
 	p->queued = 0;
 	pthread_cond_broadcast(&p->work);

@@ -56,7 +56,7 @@ void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 		.res2 = res == -ECANCELED ? (int64_t)req->done_ : 0,
 	};
 
-	atomic_store_explicit(&req->state_, FSAIO__DONE, memory_order_release);
+	fsaio__state_set(req, FSAIO__DONE);
 	if (b) {
 		b->ev[b->n++] = ev;
 		if (b->n == FSAIO__BATCH)
@@ -262,10 +262,10 @@ FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned 
 		r->done_ = 0;
 		r->next_ = r->prev_ = NULL;
 		r->method_ = fi.kind;
-		atomic_store_explicit(&r->state_, FSAIO__INLINE, memory_order_relaxed);
+		fsaio__state_set(r, FSAIO__INLINE);
 		ret = fsaio__methods[fi.kind]->start(ctx, r, fi, &b);
 		if (ret) {
-			atomic_store_explicit(&r->state_, FSAIO__IDLE, memory_order_relaxed);
+			fsaio__state_set(r, FSAIO__IDLE);
 			atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_relaxed);
 			break;
 		}
@@ -287,7 +287,7 @@ FSAIO__API int fsaio_cancel(fsaio_ctx_t *ctx, struct fsaio_req *req)
 		return -EFAULT;
 	if (req->ctx_ != ctx)
 		return -EINVAL;
-	switch (atomic_load_explicit(&req->state_, memory_order_acquire)) {
+	switch (fsaio__state_get(req)) {
 	case FSAIO__QUEUED:
 		ret = fsaio__pool_cancel(ctx, req);
 		break;
