@@ -41,6 +41,14 @@
 	t_call_r_;							\
 })
 
+/* T_CALL, then assert the call returned want (readable failure messages). */
+#define T_ASSERT_RET(expr, want) do {					\
+	long long t_ret_r_ = (long long)T_CALL(expr);			\
+	long long t_ret_w_ = (long long)(want);				\
+	cr_assert_eq(t_ret_r_, t_ret_w_, "%s returned %lld, want %lld",	\
+		     #expr, t_ret_r_, t_ret_w_);			\
+} while (0)
+
 /* A generous bound on how long a single expected event may take to arrive:
  * generous because a loaded CI machine must not make a correct engine fail. */
 #define T_EVENT_TIMEOUT_MS 20000
