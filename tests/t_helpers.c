@@ -484,6 +484,37 @@ void t_blocker_fini(struct t_blocker *b)
 	b->page = NULL;
 }
 
+void t_saturate(struct t_sat *s, const struct fsaio_params *p)
+{
+	cr_assert(p && p->workers == 1, "t_saturate needs a one-worker context");
+	t_blocker_init(&s->blk);
+	cr_assert_eq(s->blk.len, sizeof(s->content), "the suite assumes 4 KiB pages");
+	s->ctx = t_ctx(p);
+	s->wfd = t_tmpfile(0, 0);
+	fsaio_prep_pwrite(&s->breq, s->wfd, s->blk.page, s->blk.len, 0);
+	s->breq.rw_flags = RWF_DSYNC;
+	s->breq.user_data = &s->breq;
+	t_submit1(s->ctx, &s->breq);
+	t_blocker_wait_fault(&s->blk, T_EVENT_TIMEOUT_MS);
+
+	struct fsaio_stats st = t_stats(s->ctx);
+	cr_assert_eq(st.pool_threads, 1);
+	cr_assert_eq(st.pool_queue_len, 0);
+	t_fill_pattern(s->content, sizeof(s->content), 0, 99);
+}
+
+void t_sat_unblock(struct t_sat *s)
+{
+	t_blocker_release(&s->blk, s->content);
+}
+
+void t_sat_check(struct t_sat *s, const struct fsaio_event *evs, unsigned n)
+{
+	const struct fsaio_event *ev = t_event_of(evs, n, &s->breq);
+	cr_assert_eq(ev->res, (int64_t)s->blk.len, "blocker res %lld", (long long)ev->res);
+	t_check_file(s->wfd, 0, s->blk.len, 99);
+}
+
 uint64_t t_now_ns(void)
 {
 	struct timespec ts;

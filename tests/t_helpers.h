@@ -131,6 +131,26 @@ int t_blocker_release_nocheck(struct t_blocker *b, const void *content);
 void t_blocker_release(struct t_blocker *b, const void *content);
 void t_blocker_fini(struct t_blocker *b);
 
+/*
+ * A context whose only worker is held by a blocker: its first request, a
+ * RWF_DSYNC write from the blocker page (such a write always goes to a
+ * worker, so the submitter never touches the page itself), faults and stays
+ * blocked until t_sat_unblock(). Everything the context then hands to the
+ * pool stays queued, deterministically. p must ask for workers = 1.
+ */
+struct t_sat {
+	fsaio_ctx_t *ctx;
+	struct t_blocker blk;
+	struct fsaio_req breq;
+	int wfd;
+	uint8_t content[4096];
+};
+void t_saturate(struct t_sat *s, const struct fsaio_params *p);
+void t_sat_unblock(struct t_sat *s);
+/* Assert the blocker's event is among evs with its full size, and its data
+ * reached the file. */
+void t_sat_check(struct t_sat *s, const struct fsaio_event *evs, unsigned n);
+
 /* Time and waiting; never used to assert durations of the engine. */
 uint64_t t_now_ns(void);
 void t_sleep_ms(unsigned ms);

@@ -17,47 +17,6 @@
 
 TestSuite(cancel, .init = t_setup, .fini = t_teardown, .timeout = 60);
 
-struct sat {
-	fsaio_ctx_t *ctx;
-	struct t_blocker blk;
-	struct fsaio_req breq;  /* the request that holds the only worker */
-	int wfd;
-	uint8_t content[4096];
-};
-
-static void saturate(struct sat *s, const struct fsaio_params *p)
-{
-	t_blocker_init(&s->blk);
-	cr_assert_eq(s->blk.len, sizeof(s->content), "the suite assumes 4 KiB pages");
-	s->ctx = t_ctx(p);
-	s->wfd = t_tmpfile(0, 0);
-	/* RWF_DSYNC: a write that must wait for the device always goes to a
-	 * worker, so the submitter never touches the blocker page itself. */
-	fsaio_prep_pwrite(&s->breq, s->wfd, s->blk.page, s->blk.len, 0);
-	s->breq.rw_flags = RWF_DSYNC;
-	s->breq.user_data = &s->breq;
-	t_submit1(s->ctx, &s->breq);
-	t_blocker_wait_fault(&s->blk, T_EVENT_TIMEOUT_MS);
-
-	struct fsaio_stats st = t_stats(s->ctx);
-	cr_assert_eq(st.pool_threads, 1);
-	cr_assert_eq(st.pool_queue_len, 0);
-	t_fill_pattern(s->content, sizeof(s->content), 0, 99);
-}
-
-static void unblock(struct sat *s)
-{
-	t_blocker_release(&s->blk, s->content);
-}
-
-/* After unblock(): the blocker's event is among evs, and its data landed. */
-static void check_blocker(struct sat *s, const struct fsaio_event *evs, unsigned n)
-{
-	const struct fsaio_event *ev = t_event_of(evs, n, &s->breq);
-	cr_assert_eq(ev->res, (int64_t)s->blk.len, "blocker res %lld", (long long)ev->res);
-	t_check_file(s->wfd, 0, s->blk.len, 99);
-}
-
 static struct fsaio_params one_worker(void)
 {
 	return (struct fsaio_params){ .workers = 1 };
@@ -65,9 +24,9 @@ static struct fsaio_params one_worker(void)
 
 Test(cancel, queued_requests)
 {
-	struct sat s;
+	struct t_sat s;
 	struct fsaio_params p = one_worker();
-	saturate(&s, &p);
+	t_saturate(&s, &p);
 
 	enum { N = 8, LEN = 64 * 1024 };
 	int fd = t_tmpfile(1 * MiB, 90);
@@ -107,7 +66,7 @@ Test(cancel, queued_requests)
 		cr_assert_eq(r, -EINVAL, "second cancel of req %d: %d", victims[v], r);
 	}
 
-	unblock(&s);
+	t_sat_unblock(&s);
 	struct fsaio_req *rest[N + 1];
 	unsigned nr = 0;
 	rest[nr++] = &s.breq;
@@ -116,7 +75,7 @@ Test(cancel, queued_requests)
 			rest[nr++] = &reqs[i];
 	t_reap_all(s.ctx, nr, evs, T_EVENT_TIMEOUT_MS);
 	t_match_events(evs, nr, rest, nr);
-	check_blocker(&s, evs, nr);
+	t_sat_check(&s, evs, nr);
 	for (unsigned k = 1; k < nr; k++) {
 		int i = (int)(rest[k] - reqs);
 		cr_assert_eq(t_event_of(evs, nr, rest[k])->res, LEN, "req %d", i);
@@ -136,9 +95,9 @@ Test(cancel, queued_requests)
  * is cancelled: -ECANCELED, with the prefix in res2 and in the buffer. */
 Test(cancel, partial_progress_in_res2)
 {
-	struct sat s;
+	struct t_sat s;
 	struct fsaio_params p = one_worker();
-	saturate(&s, &p);
+	t_saturate(&s, &p);
 
 	int fd = t_tmpfile(1 * MiB, 91);
 	t_make_cold(fd);
@@ -164,9 +123,9 @@ Test(cancel, partial_progress_in_res2)
 		     (long long)ev.res2, (unsigned long long)inline_bytes);
 	t_check_pattern(buf, (size_t)ev.res2, 1000, 91);
 
-	unblock(&s);
+	t_sat_unblock(&s);
 	t_reap_all(s.ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	check_blocker(&s, &ev, 1);
+	t_sat_check(&s, &ev, 1);
 	t_ctx_destroy(s.ctx);
 	t_blocker_fini(&s.blk);
 	free(buf);
@@ -175,9 +134,9 @@ Test(cancel, partial_progress_in_res2)
 /* Every kind of queued request can be cancelled, fsync included. */
 Test(cancel, queued_fsync_and_write)
 {
-	struct sat s;
+	struct t_sat s;
 	struct fsaio_params p = one_worker();
-	saturate(&s, &p);
+	t_saturate(&s, &p);
 
 	int fd = t_tmpfile(256 * KiB, 92);
 	uint8_t src[8192];
@@ -200,9 +159,9 @@ Test(cancel, queued_fsync_and_write)
 	/* The cancelled write never happened. */
 	t_check_file(fd, 0, sizeof(src), 92);
 
-	unblock(&s);
+	t_sat_unblock(&s);
 	t_reap_all(s.ctx, 1, evs, T_EVENT_TIMEOUT_MS);
-	check_blocker(&s, evs, 1);
+	t_sat_check(&s, evs, 1);
 	t_ctx_destroy(s.ctx);
 	t_blocker_fini(&s.blk);
 }
@@ -211,9 +170,9 @@ Test(cancel, queued_fsync_and_write)
  * second event for a request that already completed. */
 Test(cancel, not_in_flight)
 {
-	struct sat s;
+	struct t_sat s;
 	struct fsaio_params p = one_worker();
-	saturate(&s, &p);
+	t_saturate(&s, &p);
 	fsaio_ctx_t *other = t_ctx(NULL);
 
 	int fd = t_tmpfile(1 * MiB, 94);
@@ -247,12 +206,12 @@ Test(cancel, not_in_flight)
 	t_no_event(other);
 	cr_assert_eq(t_stats(s.ctx).pool_queue_len, 1, "the other context's cancel touched the queue");
 
-	unblock(&s);
+	t_sat_unblock(&s);
 	struct fsaio_event evs[2];
 	struct fsaio_req *rp[2] = { &s.breq, &queued };
 	t_reap_all(s.ctx, 2, evs, T_EVENT_TIMEOUT_MS);
 	t_match_events(evs, 2, rp, 2);
-	check_blocker(&s, evs, 2);
+	t_sat_check(&s, evs, 2);
 	cr_assert_eq(t_event_of(evs, 2, &queued)->res, 128 * KiB);
 	t_check_pattern(big, 128 * KiB, 256 * KiB, 94);
 	T_ASSERT_RET(fsaio_cancel(s.ctx, &queued), -EINVAL);
@@ -268,9 +227,9 @@ Test(cancel, not_in_flight)
  * even hot reads queue; then the pool keeps working for new requests. */
 Test(cancel, cancel_all_then_reuse)
 {
-	struct sat s;
+	struct t_sat s;
 	struct fsaio_params p = { .workers = 1, .flags = FSAIO_CTX_NO_INLINE };
-	saturate(&s, &p);
+	t_saturate(&s, &p);
 
 	enum { N = 32, LEN = 4096 };
 	int fd = t_tmpfile(N * LEN, 95);
@@ -292,9 +251,9 @@ Test(cancel, cancel_all_then_reuse)
 	for (int i = 0; i < N; i++)
 		cr_assert_eq(evs[i].res, -ECANCELED);
 
-	unblock(&s);
+	t_sat_unblock(&s);
 	t_reap_all(s.ctx, 1, evs, T_EVENT_TIMEOUT_MS);
-	check_blocker(&s, evs, 1);
+	t_sat_check(&s, evs, 1);
 
 	for (int i = 0; i < N; i++)
 		memset(bufs[i], 0, LEN);
