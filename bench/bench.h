@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsaio-bench: types shared by the driver and the methods.
+ *
+ * DESIGN: the driver (run.c) owns the I/O slots, the workload, the buffers
+ * and the clock; a method (m_*.c) only moves slots from "submitted" to
+ * "completed" through its own I/O path. Every method therefore sees the same
+ * offsets, the same buffers and the same timing code, so the figures differ
+ * only by the path under test. One thread drives a run; a method may start
+ * its own threads in setup and must join them in teardown.
+ */
+#ifndef FSAIO_BENCH_H
+#define FSAIO_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BENCH_MAX_DEPTH 256
+#define BENCH_SECTOR 512u
+#define BENCH_MAX_METHODS 16
+
+enum bench_op { BOP_READ = 0, BOP_WRITE = 1 };
+enum bench_region { REG_HOT = 0, REG_COLD = 1 };
+
+/* One request slot. The driver fills everything above res before submit;
+ * the method sets res when the request completes. */
+struct bench_slot {
+	void *buf;              /* where the request reads into or writes from */
+	uint64_t off;           /* byte offset in the file */
+	uint64_t t_submit;      /* ns (CLOCK_MONOTONIC) at the start of the submit call */
+	uint32_t len;
+	uint16_t file;          /* index into the method's fds */
+	uint8_t op;             /* enum bench_op */
+	uint8_t region;         /* enum bench_region; REG_COLD unless --cache mix */
+	bool counted;           /* submitted after the ramp: its latency is recorded */
+	unsigned idx;           /* 0..depth-1: index into the method's per-slot arrays */
+	int64_t res;            /* bytes transferred or -errno, set by the method */
+	void *rbuf, *wbuf;      /* the slot's read and write buffers (buf is one of them) */
+};
+
+/* What a method needs to know to set up one run. */
+struct bench_job {
+	unsigned nfiles;
+	char **paths;
+	uint64_t file_size;     /* bytes used in each file */
+	unsigned depth;         /* slots in flight at most, already capped for the method */
+	uint32_t bs;
+	unsigned workers;       /* fsaio pool size; 0 = the engine's default */
+	int fadvise;            /* POSIX_FADV_* applied to every buffered fd, or -1 */
+	const char *shim_path;  /* libfsaio-libaio.so, or NULL if none was found */
+};
+
+/* The engine's own counters, for methods that have them (fsaio). */
+struct bench_engine_stats {
+	bool valid;
+	uint64_t requests, completed_inline, partial_inline, queued, retries;
+	uint64_t probe_calls, probe_cold, bytes_inline, bytes_worker;
+};
+
+/*
+ * A method. submit and reap are called from the driver's thread only.
+ * submit starts slots[0..n) and returns how many it accepted (always a
+ * prefix) or -errno; reap waits until at least min slots are complete and
+ * returns up to max of them in done[] with res set, or -errno.
+ */
+struct bench_method {
+	const char *name;
+	const char *what;       /* one line for --list */
+	bool direct;            /* opens the files with O_DIRECT */
+	bool sync;              /* the I/O happens inside submit: run at depth 1 */
+	/* 0 if the method can run on this machine, else -1 and why in why[]. */
+	int (*probe)(const struct bench_job *job, char *why, size_t whylen);
+	int (*setup)(const struct bench_job *job, void **state);
+	int (*submit)(void *state, struct bench_slot **slots, unsigned n);
+	int (*reap)(void *state, unsigned min, unsigned max, struct bench_slot **done);
+	void (*engine_stats)(void *state, struct bench_engine_stats *st); /* may be NULL */
+	void (*teardown)(void *state);
+};
+
+extern const struct bench_method bench_m_fsaio, bench_m_fsaio_shim;
+extern const struct bench_method bench_m_kaio_buffered, bench_m_kaio_direct;
+extern const struct bench_method bench_m_uring_buffered, bench_m_uring_direct;
+extern const struct bench_method bench_m_posix_aio, bench_m_pread, bench_m_threads;
+
+/* All methods in table order. */
+extern const struct bench_method *const bench_methods[];
+extern const unsigned bench_nmethods;
+const struct bench_method *bench_method_find(const char *name);
+
+/* files.c: open the job's files for a method (O_RDWR, plus O_DIRECT when
+ * direct), applying job->fadvise to buffered ones. 0 or -errno. */
+int bench_open_files(const struct bench_job *job, bool direct, int *fds);
+void bench_close_files(const struct bench_job *job, int *fds);
+
+uint64_t bench_now_ns(void);
+
+#endif /* FSAIO_BENCH_H */

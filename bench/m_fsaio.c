@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Method "fsaio": libfsaio's native API on the buffered file. One context
+ * per run, queue depth = the run's depth, pool size from --workers (0 keeps
+ * the engine's default). The engine's counters are reported with the run.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <fsaio.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+struct st {
+	fsaio_ctx_t *ctx;
+	unsigned nfiles;
+	struct fsaio_req *reqs;         /* by slot idx */
+	struct fsaio_req **ptrs;
+	struct fsaio_event *ev;
+	int fds[];
+};
+
+static int f_probe(const struct bench_job *job, char *why, size_t n)
+{
+	(void)job; (void)why; (void)n;
+	return 0;
+}
+
+static void f_teardown(void *state)
+{
+	struct st *s = state;
+	if (s->ctx)
+		fsaio_ctx_destroy(s->ctx);
+	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
+	free(s->reqs);
+	free(s->ptrs);
+	free(s->ev);
+	free(s);
+}
+
+static int f_setup(const struct bench_job *job, void **out)
+{
+	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
+	struct fsaio_params p = { .queue_depth = job->depth, .workers = job->workers };
+	if (!s)
+		return -ENOMEM;
+	s->nfiles = job->nfiles;
+	for (unsigned i = 0; i < s->nfiles; i++)
+		s->fds[i] = -1;
+	s->reqs = calloc(job->depth, sizeof(*s->reqs));
+	s->ptrs = calloc(job->depth, sizeof(*s->ptrs));
+	s->ev = calloc(job->depth, sizeof(*s->ev));
+	int e = s->reqs && s->ptrs && s->ev ? 0 : -ENOMEM;
+	if (!e && (e = bench_open_files(job, false, s->fds)) != 0)
+		for (unsigned i = 0; i < s->nfiles; i++)
+			s->fds[i] = -1;
+	if (!e)
+		e = fsaio_ctx_create(&p, &s->ctx);
+	if (e) {
+		s->ctx = NULL;
+		f_teardown(s);
+		return e;
+	}
+	*out = s;
+	return 0;
+}
+
+static int f_submit(void *state, struct bench_slot **v, unsigned n)
+{
+	struct st *s = state;
+	for (unsigned i = 0; i < n; i++) {
+		struct bench_slot *sl = v[i];
+		struct fsaio_req *r = &s->reqs[sl->idx];
+		if (sl->op == BOP_READ)
+			fsaio_prep_pread(r, s->fds[sl->file], sl->buf, sl->len, (int64_t)sl->off);
+		else
+			fsaio_prep_pwrite(r, s->fds[sl->file], sl->buf, sl->len, (int64_t)sl->off);
+		r->user_data = sl;
+		s->ptrs[i] = r;
+	}
+	return fsaio_submit(s->ctx, s->ptrs, n);
+}
+
+static int f_reap(void *state, unsigned min, unsigned max, struct bench_slot **done)
+{
+	struct st *s = state;
+	int r;
+	do
+		r = fsaio_getevents(s->ctx, min, max, s->ev, NULL);
+	while (r == -EINTR);
+	for (int i = 0; i < r; i++) {
+		struct bench_slot *sl = s->ev[i].user_data;
+		sl->res = s->ev[i].res;
+		done[i] = sl;
+	}
+	return r;
+}
+
+static void f_stats(void *state, struct bench_engine_stats *out)
+{
+	struct st *s = state;
+	struct fsaio_stats st;
+	if (fsaio_get_stats(s->ctx, &st) != 0) {
+		out->valid = false;
+		return;
+	}
+	*out = (struct bench_engine_stats){
+		.valid = true,
+		.requests = st.requests,
+		.completed_inline = st.completed_inline,
+		.partial_inline = st.partial_inline,
+		.queued = st.queued,
+		.retries = st.retries,
+		.probe_calls = st.probe_calls,
+		.probe_cold = st.probe_cold,
+		.bytes_inline = st.bytes_inline,
+		.bytes_worker = st.bytes_worker,
+	};
+}
+
+const struct bench_method bench_m_fsaio = {
+	.name = "fsaio",
+	.what = "libfsaio native API (fsaio_submit/fsaio_getevents) on the buffered file",
+	.probe = f_probe,
+	.setup = f_setup,
+	.submit = f_submit,
+	.reap = f_reap,
+	.engine_stats = f_stats,
+	.teardown = f_teardown,
+};

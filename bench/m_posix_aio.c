@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Method "posix-aio": glibc's POSIX AIO, plain use: lio_listio(LIO_NOWAIT)
+ * for a batch, aio_suspend + aio_error/aio_return to reap, glibc's default
+ * thread settings. glibc runs the requests of one fd one at a time on one of
+ * its helper threads, which is the behaviour being measured: a cached
+ * request waits behind the cold ones queued before it.
+ */
+#include "bench.h"
+
+#include <aio.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct st {
+	unsigned nfiles, depth, ninflight;
+	struct aiocb *cbs;              /* by slot idx */
+	struct bench_slot **slot;       /* by slot idx */
+	bool *busy;                     /* by slot idx: handed to glibc, not reaped */
+	struct aiocb **list;            /* a submit batch */
+	const struct aiocb **inflight;  /* compact, for aio_suspend */
+	int fds[];
+};
+
+static int pa_probe(const struct bench_job *job, char *why, size_t n)
+{
+	(void)job; (void)why; (void)n;
+	return 0;
+}
+
+static int pa_setup(const struct bench_job *job, void **out)
+{
+	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
+	if (!s)
+		return -ENOMEM;
+	s->nfiles = job->nfiles;
+	s->depth = job->depth;
+	s->cbs = calloc(job->depth, sizeof(*s->cbs));
+	s->slot = calloc(job->depth, sizeof(*s->slot));
+	s->busy = calloc(job->depth, sizeof(*s->busy));
+	s->list = calloc(job->depth, sizeof(*s->list));
+	s->inflight = calloc(job->depth, sizeof(*s->inflight));
+	int e = s->cbs && s->slot && s->busy && s->list && s->inflight ? 0 : -ENOMEM;
+	if (!e)
+		e = bench_open_files(job, false, s->fds);
+	if (e) {
+		free(s->cbs); free(s->slot); free(s->busy); free(s->list); free(s->inflight);
+		free(s);
+		return e;
+	}
+	*out = s;
+	return 0;
+}
+
+static int pa_submit(void *state, struct bench_slot **v, unsigned n)
+{
+	struct st *s = state;
+	for (unsigned i = 0; i < n; i++) {
+		struct bench_slot *sl = v[i];
+		struct aiocb *cb = &s->cbs[sl->idx];
+		memset(cb, 0, sizeof(*cb));
+		cb->aio_fildes = s->fds[sl->file];
+		cb->aio_buf = sl->buf;
+		cb->aio_nbytes = sl->len;
+		cb->aio_offset = (off_t)sl->off;
+		cb->aio_lio_opcode = sl->op == BOP_READ ? LIO_READ : LIO_WRITE;
+		cb->aio_sigevent.sigev_notify = SIGEV_NONE;
+		s->slot[sl->idx] = sl;
+		s->busy[sl->idx] = true;
+		s->list[i] = cb;
+	}
+	if (lio_listio(LIO_NOWAIT, s->list, (int)n, NULL) != 0) {
+		/* Which ones glibc took is not reported reliably: fail the run;
+		 * teardown waits for whatever it did take. */
+		return -errno;
+	}
+	for (unsigned i = 0; i < n; i++)
+		s->inflight[s->ninflight++] = s->list[i];
+	return (int)n;
+}
+
+static int pa_reap(void *state, unsigned min, unsigned max, struct bench_slot **done)
+{
+	struct st *s = state;
+	unsigned got = 0;
+	for (;;) {
+		for (unsigned i = 0; i < s->ninflight && got < max;) {
+			struct aiocb *cb = (struct aiocb *)s->inflight[i];
+			int e = aio_error(cb);
+			if (e == EINPROGRESS) {
+				i++;
+				continue;
+			}
+			unsigned idx = (unsigned)(cb - s->cbs);
+			ssize_t r = aio_return(cb);
+			struct bench_slot *sl = s->slot[idx];
+			sl->res = e ? -(int64_t)e : r;
+			s->busy[idx] = false;
+			done[got++] = sl;
+			s->inflight[i] = s->inflight[--s->ninflight];
+		}
+		if (got >= min || !s->ninflight)
+			return (int)got;
+		if (aio_suspend(s->inflight, (int)s->ninflight, NULL) != 0 && errno != EINTR && errno != EAGAIN)
+			return -errno;
+	}
+}
+
+static void pa_teardown(void *state)
+{
+	struct st *s = state;
+	/* Never close an fd or free a control block glibc still works on. */
+	for (unsigned i = 0; i < s->depth; i++) {
+		if (!s->busy[i])
+			continue;
+		const struct aiocb *one[1] = { &s->cbs[i] };
+		while (aio_error(&s->cbs[i]) == EINPROGRESS)
+			aio_suspend(one, 1, NULL);
+		aio_return(&s->cbs[i]);
+	}
+	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
+	free(s->cbs); free(s->slot); free(s->busy); free(s->list); free(s->inflight);
+	free(s);
+}
+
+const struct bench_method bench_m_posix_aio = {
+	.name = "posix-aio",
+	.what = "glibc POSIX AIO (lio_listio, aio_suspend), default settings, buffered file",
+	.probe = pa_probe,
+	.setup = pa_setup,
+	.submit = pa_submit,
+	.reap = pa_reap,
+	.teardown = pa_teardown,
+};

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Method "threads": the naive alternative, a fixed pool of N = depth threads
+ * doing blocking pread/pwrite on the buffered file, fed through one
+ * mutex-protected FIFO and reporting through another. Every request is
+ * handed to a thread, hit or miss.
+ *
+ * Locks: q_lock guards q_*, quit; d_lock guards d_*, reaper_waiting. Never
+ * both at once.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct st {
+	unsigned nfiles, nthreads, cap;
+	pthread_t *tids;
+
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_cond;
+	struct bench_slot **q;          /* ring of cap */
+	unsigned q_head, q_len;
+	bool quit;
+
+	pthread_mutex_t d_lock;
+	pthread_cond_t d_cond;
+	struct bench_slot **d;          /* completed, not reaped */
+	unsigned d_len;
+	bool reaper_waiting;
+
+	int fds[];
+};
+
+static void *worker(void *arg)
+{
+	struct st *s = arg;
+	for (;;) {
+		pthread_mutex_lock(&s->q_lock);
+		while (!s->q_len && !s->quit)
+			pthread_cond_wait(&s->q_cond, &s->q_lock);
+		if (!s->q_len) {
+			pthread_mutex_unlock(&s->q_lock);
+			return NULL;
+		}
+		struct bench_slot *sl = s->q[s->q_head];
+		s->q_head = (s->q_head + 1) % s->cap;
+		s->q_len--;
+		pthread_mutex_unlock(&s->q_lock);
+
+		ssize_t r;
+		do {
+			r = sl->op == BOP_READ ? pread(s->fds[sl->file], sl->buf, sl->len, (off_t)sl->off)
+					       : pwrite(s->fds[sl->file], sl->buf, sl->len, (off_t)sl->off);
+		} while (r < 0 && errno == EINTR);
+		sl->res = r < 0 ? -(int64_t)errno : r;
+
+		pthread_mutex_lock(&s->d_lock);
+		s->d[s->d_len++] = sl;
+		if (s->reaper_waiting)
+			pthread_cond_signal(&s->d_cond);
+		pthread_mutex_unlock(&s->d_lock);
+	}
+}
+
+static void t_teardown(void *state);
+
+static int t_setup(const struct bench_job *job, void **out)
+{
+	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
+	sigset_t all, old;
+	if (!s)
+		return -ENOMEM;
+	s->nfiles = job->nfiles;
+	s->cap = job->depth;
+	s->q = calloc(s->cap, sizeof(*s->q));
+	s->d = calloc(s->cap, sizeof(*s->d));
+	s->tids = calloc(job->depth, sizeof(*s->tids));
+	pthread_mutex_init(&s->q_lock, NULL);
+	pthread_mutex_init(&s->d_lock, NULL);
+	pthread_cond_init(&s->q_cond, NULL);
+	pthread_cond_init(&s->d_cond, NULL);
+	for (unsigned i = 0; i < s->nfiles; i++)
+		s->fds[i] = -1;
+	if (!s->q || !s->d || !s->tids) {
+		t_teardown(s);
+		return -ENOMEM;
+	}
+	int e = bench_open_files(job, false, s->fds);
+	if (e) {
+		for (unsigned i = 0; i < s->nfiles; i++)
+			s->fds[i] = -1;
+		t_teardown(s);
+		return e;
+	}
+	/* Signals belong to the driver's thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (; s->nthreads < job->depth; s->nthreads++) {
+		e = pthread_create(&s->tids[s->nthreads], NULL, worker, s);
+		if (e)
+			break;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		t_teardown(s);
+		return -e;
+	}
+	*out = s;
+	return 0;
+}
+
+static int t_submit(void *state, struct bench_slot **v, unsigned n)
+{
+	struct st *s = state;
+	pthread_mutex_lock(&s->q_lock);
+	for (unsigned i = 0; i < n; i++) {
+		s->q[(s->q_head + s->q_len) % s->cap] = v[i];
+		s->q_len++;
+		pthread_cond_signal(&s->q_cond);
+	}
+	pthread_mutex_unlock(&s->q_lock);
+	return (int)n;
+}
+
+static int t_reap(void *state, unsigned min, unsigned max, struct bench_slot **done)
+{
+	struct st *s = state;
+	pthread_mutex_lock(&s->d_lock);
+	while (s->d_len < min) {
+		s->reaper_waiting = true;
+		pthread_cond_wait(&s->d_cond, &s->d_lock);
+	}
+	s->reaper_waiting = false;
+	unsigned k = s->d_len < max ? s->d_len : max;
+	for (unsigned i = 0; i < k; i++)
+		done[i] = s->d[--s->d_len];
+	pthread_mutex_unlock(&s->d_lock);
+	return (int)k;
+}
+
+static void t_teardown(void *state)
+{
+	struct st *s = state;
+	pthread_mutex_lock(&s->q_lock);
+	s->quit = true;
+	pthread_cond_broadcast(&s->q_cond);
+	pthread_mutex_unlock(&s->q_lock);
+	for (unsigned i = 0; i < s->nthreads; i++)
+		pthread_join(s->tids[i], NULL);
+	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
+	pthread_mutex_destroy(&s->q_lock);
+	pthread_mutex_destroy(&s->d_lock);
+	pthread_cond_destroy(&s->q_cond);
+	pthread_cond_destroy(&s->d_cond);
+	free(s->q);
+	free(s->d);
+	free(s->tids);
+	free(s);
+}
+
+static int t_probe(const struct bench_job *job, char *why, size_t n)
+{
+	(void)job; (void)why; (void)n;
+	return 0;
+}
+
+const struct bench_method bench_m_threads = {
+	.name = "threads",
+	.what = "a plain pool of N = depth threads doing blocking pread/pwrite, one FIFO",
+	.probe = t_probe,
+	.setup = t_setup,
+	.submit = t_submit,
+	.reap = t_reap,
+	.teardown = t_teardown,
+};

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Methods "uring-buffered" and "uring-direct": io_uring through liburing,
+ * plain use (no registered files or buffers, no SQPOLL), on the file opened
+ * without and with O_DIRECT. Buffered reads that miss the cache are carried
+ * by the kernel's async buffered path or its io-wq threads.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct st {
+	struct io_uring ring;
+	unsigned nfiles;
+	struct io_uring_cqe **cqes;
+	int fds[];
+};
+
+static int setup(const struct bench_job *job, bool direct, void **out)
+{
+	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
+	int e;
+	if (!s)
+		return -ENOMEM;
+	s->nfiles = job->nfiles;
+	s->cqes = calloc(job->depth, sizeof(*s->cqes));
+	if (!s->cqes) {
+		free(s);
+		return -ENOMEM;
+	}
+	e = bench_open_files(job, direct, s->fds);
+	if (e)
+		goto fail;
+	e = io_uring_queue_init(job->depth, &s->ring, 0);
+	if (e) {
+		bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	free(s->cqes);
+	free(s);
+	return e;
+}
+
+static int ub_setup(const struct bench_job *job, void **out)
+{
+	return setup(job, false, out);
+}
+
+static int ud_setup(const struct bench_job *job, void **out)
+{
+	return setup(job, true, out);
+}
+
+static int u_submit(void *state, struct bench_slot **v, unsigned n)
+{
+	struct st *s = state;
+	unsigned k;
+	for (k = 0; k < n; k++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+		struct bench_slot *sl = v[k];
+		if (!sqe)
+			break;
+		if (sl->op == BOP_READ)
+			io_uring_prep_read(sqe, s->fds[sl->file], sl->buf, sl->len, sl->off);
+		else
+			io_uring_prep_write(sqe, s->fds[sl->file], sl->buf, sl->len, sl->off);
+		io_uring_sqe_set_data(sqe, sl);
+	}
+	if (!k)
+		return -EAGAIN;
+	int r = io_uring_submit(&s->ring);
+	/* The kernel consumes every prepared entry unless the whole call fails:
+	 * a bad entry comes back as a failed completion, not as a short count. */
+	return r < 0 ? r : (int)k;
+}
+
+static int u_reap(void *state, unsigned min, unsigned max, struct bench_slot **done)
+{
+	struct st *s = state;
+	struct io_uring_cqe *cqe;
+	int r;
+	do
+		r = io_uring_wait_cqe_nr(&s->ring, &cqe, min);
+	while (r == -EINTR);
+	if (r < 0)
+		return r;
+	unsigned got = io_uring_peek_batch_cqe(&s->ring, s->cqes, max);
+	for (unsigned i = 0; i < got; i++) {
+		struct bench_slot *sl = io_uring_cqe_get_data(s->cqes[i]);
+		sl->res = s->cqes[i]->res;
+		done[i] = sl;
+	}
+	io_uring_cq_advance(&s->ring, got);
+	return (int)got;
+}
+
+static void u_teardown(void *state)
+{
+	struct st *s = state;
+	io_uring_queue_exit(&s->ring);
+	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
+	free(s->cqes);
+	free(s);
+}
+
+static int ub_probe(const struct bench_job *job, char *why, size_t n)
+{
+	struct io_uring ring;
+	int e = io_uring_queue_init(2, &ring, 0);
+	(void)job;
+	if (e) {
+		snprintf(why, n, "io_uring_setup: %s", strerror(-e));
+		return -1;
+	}
+	io_uring_queue_exit(&ring);
+	return 0;
+}
+
+static int ud_probe(const struct bench_job *job, char *why, size_t n)
+{
+	if (ub_probe(job, why, n))
+		return -1;
+	int fd = open(job->paths[0], O_RDONLY | O_DIRECT);
+	if (fd < 0) {
+		snprintf(why, n, "O_DIRECT: %s", strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+const struct bench_method bench_m_uring_buffered = {
+	.name = "uring-buffered",
+	.what = "io_uring (liburing) read/write on the buffered file",
+	.probe = ub_probe,
+	.setup = ub_setup,
+	.submit = u_submit,
+	.reap = u_reap,
+	.teardown = u_teardown,
+};
+
+const struct bench_method bench_m_uring_direct = {
+	.name = "uring-direct",
+	.what = "io_uring (liburing) read/write with O_DIRECT",
+	.direct = true,
+	.probe = ud_probe,
+	.setup = ud_setup,
+	.submit = u_submit,
+	.reap = u_reap,
+	.teardown = u_teardown,
+};

@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsaio-bench: options, the list of cases, the interleaved schedule, medians.
+ *
+ * DESIGN: a run is (case, repetition, method). For each case the methods run
+ * one after the other within a repetition, and repetitions follow each other
+ * (A B C, A B C, ...), so slow drift of the machine spreads over all methods
+ * instead of landing on one. Each metric is the median over the repetitions.
+ * Exit status: 0 all fine, 1 an I/O error, wrong data or a failed method,
+ * 2 bad arguments.
+ */
+#include "driver.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef FSAIO_BENCH_SHIM_INSTALLED
+#define FSAIO_BENCH_SHIM_INSTALLED "/usr/local/lib/libfsaio-libaio.so"
+#endif
+
+const struct bench_method *const bench_methods[] = {
+	&bench_m_fsaio, &bench_m_fsaio_shim,
+	&bench_m_kaio_direct, &bench_m_kaio_buffered,
+	&bench_m_uring_direct, &bench_m_uring_buffered,
+	&bench_m_posix_aio, &bench_m_pread, &bench_m_threads,
+};
+const unsigned bench_nmethods = sizeof(bench_methods) / sizeof(bench_methods[0]);
+
+const struct bench_method *bench_method_find(const char *name)
+{
+	for (unsigned i = 0; i < bench_nmethods; i++)
+		if (strcmp(bench_methods[i]->name, name) == 0)
+			return bench_methods[i];
+	return NULL;
+}
+
+static unsigned method_index(const char *name)
+{
+	for (unsigned i = 0; i < bench_nmethods; i++)
+		if (strcmp(bench_methods[i]->name, name) == 0)
+			return i;
+	return UINT_MAX;
+}
+
+/* ---- usage ---- */
+
+static const char usage_short[] =
+	"usage: fsaio-bench [--quick | --full | --preset issue2|mix] [--dir DIR] [--size N]\n"
+	"                   [--pattern rand|seq] [--rw read,write,mix] [--bs LIST] [--depth LIST]\n"
+	"                   [--cache cold|hot|mix:PCT] [--methods LIST] [--runtime SEC | --bytes N]\n"
+	"                   [--reps N] [--csv FILE] [--json FILE] [--plot FILE.png] ...\n"
+	"       fsaio-bench --help   for every option\n";
+
+static void usage_full(void)
+{
+	printf("%s", usage_short);
+	printf("\nCompares asynchronous file I/O paths on the same file, in one run.\n\n"
+	       "Modes (the workload is fixed; --size/--runtime/--reps/--methods still apply):\n"
+	       "  (none)            with no workload option: the same as --full\n"
+	       "  --quick           256 MiB file: cold random 4k reads and hot random 4k reads,\n"
+	       "                    depth 32, every method, short runs (under a minute)\n"
+	       "  --full            the seed sweep: cold random reads, depth 16, 4k..1m, then writes\n"
+	       "  --preset issue2   1 GiB: cold random 4k reads at 32 in flight (fsaio, kaio-direct,\n"
+	       "                    kaio-buffered) and hot random 4k reads (fsaio, pread)\n"
+	       "  --preset mix      90%% of requests on a hot region, 10%% cold, depth 32:\n"
+	       "                    fsaio, posix-aio, threads; hot and cold latency apart\n"
+	       "Workload (a custom run; lists are comma-separated and multiply):\n"
+	       "  --pattern rand|seq         default rand\n"
+	       "  --rw read|write|mix        mix = 70%% reads / 30%% writes; default read\n"
+	       "  --bs LIST                  default 4k,16k,64k,256k,1m (multiples of 512)\n"
+	       "  --depth LIST               requests in flight, 1..256; default 16\n"
+	       "  --cache cold|hot|mix:PCT   cold: fsync + POSIX_FADV_DONTNEED before each run,\n"
+	       "                             checked with cachestat; hot: read once first;\n"
+	       "                             mix:PCT: PCT%% of requests on a cached region; default cold\n"
+	       "  --hot-region PCT           share of each file that is the hot region (mix); default 25\n"
+	       "  --ref METHOD               second reference column (default: kaio-buffered when cold,\n"
+	       "                             pread when hot, threads for mix)\n"
+	       "Files:\n"
+	       "  --dir DIR                  where fsaio-bench.N.dat live (default .); not tmpfs\n"
+	       "  --size N                   bytes used per file, e.g. 256m, 1g (default 1g)\n"
+	       "  --files N                  number of files, requests spread over them (default 1)\n"
+	       "  --fadvise auto|random|none|sequential\n"
+	       "                             advice on every buffered method's fds; auto = random for\n"
+	       "                             --pattern rand (no device readahead), none for seq\n"
+	       "Measurement:\n"
+	       "  --methods LIST             default: all (see --list)\n"
+	       "  --runtime SEC              measured seconds per run (cold runs also end after one\n"
+	       "                             pass over the file: no block is read twice)\n"
+	       "  --bytes N                  or: stop after N bytes per run\n"
+	       "  --ramp SEC                 unmeasured warm-up at the start of every run\n"
+	       "  --reps N                   repetitions; the median is reported (default 3)\n"
+	       "  --workers N                fsaio worker pool size (default: the engine's)\n"
+	       "  --shim PATH                libfsaio-libaio.so for fsaio-shim (default: found next to\n"
+	       "                             this program, $FSAIO_SHIM, or installed)\n"
+	       "  --seed N                   offset sequence seed\n"
+	       "  --stall-timeout SEC        give up if a method completes nothing that long (60)\n"
+	       "Output:\n"
+	       "  --csv FILE, --json FILE    every method, unavailable ones marked\n"
+	       "  --plot FILE.png            throughput against I/O size (needs gnuplot)\n"
+	       "  --list                     list the methods and whether they run here\n"
+	       "Exit status: 0 ok, 1 I/O error / wrong data / failed method, 2 bad arguments.\n");
+}
+
+static void bad(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void bad(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "fsaio-bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%s", usage_short);
+	exit(2);
+}
+
+/* ---- argument parsing ---- */
+
+static bool parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return false;
+	uint64_t mul = 1;
+	switch (*end) {
+	case 0: break;
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	case 't': case 'T': mul = 1ull << 40; end++; break;
+	default: return false;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || v * (double)mul > 1e18)
+		return false;
+	*out = (uint64_t)(v * (double)mul);
+	return true;
+}
+
+static bool parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_secs(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0) || v > 86400)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Splits a comma-separated list in place; returns the count. */
+static unsigned split(char *s, char **out, unsigned max, const char *opt)
+{
+	unsigned n = 0;
+	for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (n == max)
+			bad("%s: at most %u values", opt, max);
+		out[n++] = t;
+	}
+	if (!n)
+		bad("%s: empty list", opt);
+	return n;
+}
+
+void bench_size_str(uint64_t v, char *buf, size_t n)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	unsigned i = 0;
+	double d = (double)v;
+	while (d >= 1024 && i < 4) {
+		d /= 1024;
+		i++;
+	}
+	if (d == floor(d))
+		snprintf(buf, n, "%.0f %s", d, u[i]);
+	else
+		snprintf(buf, n, "%.2f %s", d, u[i]);
+}
+
+/* 4k, 16k, 1m: how sizes are written in the tables. */
+static void bs_str(uint32_t v, char *buf, size_t n)
+{
+	if (v % (1u << 20) == 0)
+		snprintf(buf, n, "%um", v >> 20);
+	else if (v % 1024 == 0)
+		snprintf(buf, n, "%uk", v >> 10);
+	else
+		snprintf(buf, n, "%u", v);
+}
+
+void bench_case_label(const struct bench_case *c, char *buf, size_t n)
+{
+	char bs[16], cache[16];
+	bs_str(c->bs, bs, sizeof(bs));
+	if (c->cache == CACHE_MIX)
+		snprintf(cache, sizeof(cache), "mix:%u", c->hot_pct);
+	else
+		snprintf(cache, sizeof(cache), "%s", c->cache == CACHE_COLD ? "cold" : "hot");
+	snprintf(buf, n, "%s %s %s %s depth %u", cache, c->pattern == PAT_RAND ? "rand" : "seq",
+		 c->rw == RW_READ ? "read" : c->rw == RW_WRITE ? "write" : "mix70/30", bs, c->depth);
+}
+
+/* Where the shim is: --shim, $FSAIO_SHIM, next to this program in the build
+ * tree (build/bench/../lib/shim), or the installed one. */
+static const char *find_shim(const char *opt)
+{
+	static char buf[PATH_MAX + 64];
+	if (opt)
+		return access(opt, R_OK) == 0 ? opt : NULL;
+	const char *env = getenv("FSAIO_SHIM");
+	if (env && *env)
+		return access(env, R_OK) == 0 ? env : NULL;
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = 0;
+			snprintf(buf, sizeof(buf), "%s/../lib/shim/libfsaio-libaio.so", exe);
+			if (access(buf, R_OK) == 0)
+				return buf;
+			snprintf(buf, sizeof(buf), "%s/../lib/libfsaio-libaio.so", exe);
+			if (access(buf, R_OK) == 0)
+				return buf;
+		}
+	}
+	if (access(FSAIO_BENCH_SHIM_INSTALLED, R_OK) == 0)
+		return FSAIO_BENCH_SHIM_INSTALLED;
+	return NULL;
+}
+
+/* ---- medians ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Each metric's own median over the repetitions that succeeded. */
+static void median_result(const struct bench_result *rs, unsigned n, struct bench_result *out)
+{
+	double *v = calloc(n ? n : 1, sizeof(*v));
+	const struct bench_result *first = &rs[0];
+	*out = *first;
+	if (!v)
+		return;
+#define MED(field) do { for (unsigned i = 0; i < n; i++) v[i] = (double)rs[i].field; \
+			out->field = (__typeof__(out->field))median(v, n); } while (0)
+	MED(ios); MED(bytes); MED(secs); MED(cpu_secs); MED(iops); MED(mibps); MED(cpu_per_gib);
+	for (unsigned k = 0; k < 4; k++) {
+		MED(lat[k]); MED(hot[k]); MED(cold[k]);
+	}
+	MED(n_hot); MED(n_cold);
+	for (unsigned k = 0; k < 3; k++)
+		MED(sub[k]);
+	MED(cached_pct);
+	if (first->es.valid) {
+		MED(es.requests); MED(es.completed_inline); MED(es.partial_inline); MED(es.queued);
+		MED(es.retries); MED(es.probe_calls); MED(es.probe_cold); MED(es.bytes_inline);
+		MED(es.bytes_worker);
+	}
+#undef MED
+	free(v);
+}
+
+/* ---- main ---- */
+
+enum {
+	O_QUICK = 256, O_FULL, O_PRESET, O_PATTERN, O_RW, O_BS, O_DEPTH, O_CACHE, O_RUNTIME,
+	O_BYTES, O_SIZE, O_DIR, O_FILES, O_METHODS, O_REPS, O_WORKERS, O_FADVISE, O_CSV, O_JSON,
+	O_PLOT, O_SHIM, O_LIST, O_HELP, O_RAMP, O_SEED, O_REF, O_HOTREGION, O_STALL,
+};
+
+static const struct option longopts[] = {
+	{ "quick", no_argument, NULL, O_QUICK },
+	{ "full", no_argument, NULL, O_FULL },
+	{ "preset", required_argument, NULL, O_PRESET },
+	{ "pattern", required_argument, NULL, O_PATTERN },
+	{ "rw", required_argument, NULL, O_RW },
+	{ "bs", required_argument, NULL, O_BS },
+	{ "depth", required_argument, NULL, O_DEPTH },
+	{ "cache", required_argument, NULL, O_CACHE },
+	{ "runtime", required_argument, NULL, O_RUNTIME },
+	{ "bytes", required_argument, NULL, O_BYTES },
+	{ "size", required_argument, NULL, O_SIZE },
+	{ "dir", required_argument, NULL, O_DIR },
+	{ "files", required_argument, NULL, O_FILES },
+	{ "methods", required_argument, NULL, O_METHODS },
+	{ "reps", required_argument, NULL, O_REPS },
+	{ "workers", required_argument, NULL, O_WORKERS },
+	{ "fadvise", required_argument, NULL, O_FADVISE },
+	{ "csv", required_argument, NULL, O_CSV },
+	{ "json", required_argument, NULL, O_JSON },
+	{ "plot", required_argument, NULL, O_PLOT },
+	{ "shim", required_argument, NULL, O_SHIM },
+	{ "list", no_argument, NULL, O_LIST },
+	{ "help", no_argument, NULL, O_HELP },
+	{ "ramp", required_argument, NULL, O_RAMP },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "ref", required_argument, NULL, O_REF },
+	{ "hot-region", required_argument, NULL, O_HOTREGION },
+	{ "stall-timeout", required_argument, NULL, O_STALL },
+	{ 0, 0, 0, 0 },
+};
+
+#define MAXLIST 32
+
+int main(int argc, char **argv)
+{
+	struct bench_settings s = {
+		.dir = ".", .nfiles = 1, .workers = 0, .hot_region_pct = 25, .fadvise_opt = -2,
+		.seed = 0x5eed2004, .stall_timeout = 60,
+	};
+	const char *mode = NULL, *csv = NULL, *json = NULL, *plot = NULL, *shim_opt = NULL;
+	const char *ref_opt = NULL, *workload_opt = NULL;
+	bool list = false, have_size = false, have_runtime = false, have_ramp = false, have_reps = false;
+	enum bench_pattern pattern = PAT_RAND;
+	enum bench_cache cache = CACHE_COLD;
+	unsigned hot_pct = 0, nrw = 1, nbs = 5, ndepth = 1;
+	enum bench_rw rws[3] = { RW_READ };
+	uint32_t bss[MAXLIST] = { 4096, 16384, 65536, 262144, 1048576 };
+	unsigned depths[MAXLIST] = { 16 };
+	uint64_t methods_opt = 0;
+	char *items[MAXLIST];
+	unsigned long u;
+	int opt;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (opt) {
+		case O_QUICK: case O_FULL: case O_PRESET: {
+			const char *m = opt == O_QUICK ? "quick" : opt == O_FULL ? "full" : optarg;
+			if (opt == O_PRESET && strcmp(m, "issue2") != 0 && strcmp(m, "mix") != 0)
+				bad("--preset %s: unknown (issue2 or mix)", m);
+			if (mode && strcmp(mode, m) != 0)
+				bad("--%s and --%s do not combine: choose one mode", mode, m);
+			mode = m;
+			break;
+		}
+		case O_PATTERN:
+			workload_opt = "--pattern";
+			if (!strcmp(optarg, "rand") || !strcmp(optarg, "random"))
+				pattern = PAT_RAND;
+			else if (!strcmp(optarg, "seq") || !strcmp(optarg, "sequential"))
+				pattern = PAT_SEQ;
+			else
+				bad("--pattern %s: rand or seq", optarg);
+			break;
+		case O_RW:
+			workload_opt = "--rw";
+			nrw = split(optarg, items, 3, "--rw");
+			for (unsigned i = 0; i < nrw; i++) {
+				if (!strcmp(items[i], "read"))
+					rws[i] = RW_READ;
+				else if (!strcmp(items[i], "write"))
+					rws[i] = RW_WRITE;
+				else if (!strcmp(items[i], "mix"))
+					rws[i] = RW_MIX;
+				else
+					bad("--rw %s: read, write or mix", items[i]);
+			}
+			break;
+		case O_BS:
+			workload_opt = "--bs";
+			nbs = split(optarg, items, MAXLIST, "--bs");
+			for (unsigned i = 0; i < nbs; i++) {
+				uint64_t v;
+				if (!parse_size(items[i], &v) || v < BENCH_SECTOR || v > (64u << 20) ||
+				    v % BENCH_SECTOR)
+					bad("--bs %s: a multiple of 512 from 512 to 64m", items[i]);
+				bss[i] = (uint32_t)v;
+			}
+			break;
+		case O_DEPTH:
+			workload_opt = "--depth";
+			ndepth = split(optarg, items, MAXLIST, "--depth");
+			for (unsigned i = 0; i < ndepth; i++) {
+				if (!parse_uint(items[i], 1, BENCH_MAX_DEPTH, &u))
+					bad("--depth %s: 1..%u", items[i], BENCH_MAX_DEPTH);
+				depths[i] = (unsigned)u;
+			}
+			break;
+		case O_CACHE:
+			workload_opt = "--cache";
+			if (!strcmp(optarg, "cold"))
+				cache = CACHE_COLD;
+			else if (!strcmp(optarg, "hot"))
+				cache = CACHE_HOT;
+			else if (!strncmp(optarg, "mix:", 4) && parse_uint(optarg + 4, 1, 99, &u)) {
+				cache = CACHE_MIX;
+				hot_pct = (unsigned)u;
+			} else
+				bad("--cache %s: cold, hot or mix:PCT with PCT 1..99", optarg);
+			break;
+		case O_HOTREGION:
+			if (!parse_uint(optarg, 1, 99, &u))
+				bad("--hot-region %s: 1..99 (percent of each file)", optarg);
+			s.hot_region_pct = (unsigned)u;
+			break;
+		case O_RUNTIME:
+			if (!parse_secs(optarg, &s.runtime) || s.runtime <= 0)
+				bad("--runtime %s: seconds > 0", optarg);
+			have_runtime = true;
+			break;
+		case O_RAMP:
+			if (!parse_secs(optarg, &s.ramp))
+				bad("--ramp %s: seconds >= 0", optarg);
+			have_ramp = true;
+			break;
+		case O_BYTES:
+			if (!parse_size(optarg, &s.bytes) || !s.bytes)
+				bad("--bytes %s: a size > 0 such as 512m", optarg);
+			break;
+		case O_SIZE: {
+			if (!parse_size(optarg, &s.size) || s.size < (1u << 20))
+				bad("--size %s: at least 1m", optarg);
+			have_size = true;
+			break;
+		}
+		case O_DIR:
+			s.dir = optarg;
+			break;
+		case O_FILES:
+			if (!parse_uint(optarg, 1, 64, &u))
+				bad("--files %s: 1..64", optarg);
+			s.nfiles = (unsigned)u;
+			break;
+		case O_METHODS: {
+			unsigned n = split(optarg, items, MAXLIST, "--methods");
+			methods_opt = 0;
+			for (unsigned i = 0; i < n; i++) {
+				if (!strcmp(items[i], "all")) {
+					methods_opt = (1ull << bench_nmethods) - 1;
+					continue;
+				}
+				unsigned k = method_index(items[i]);
+				if (k == UINT_MAX)
+					bad("--methods: unknown method %s (see --list)", items[i]);
+				methods_opt |= 1ull << k;
+			}
+			break;
+		}
+		case O_REF:
+			if (method_index(optarg) == UINT_MAX)
+				bad("--ref: unknown method %s (see --list)", optarg);
+			ref_opt = optarg;
+			break;
+		case O_REPS:
+			if (!parse_uint(optarg, 1, 99, &u))
+				bad("--reps %s: 1..99", optarg);
+			s.reps = (unsigned)u;
+			have_reps = true;
+			break;
+		case O_WORKERS:
+			if (!parse_uint(optarg, 1, 4096, &u))
+				bad("--workers %s: 1..4096", optarg);
+			s.workers = (unsigned)u;
+			break;
+		case O_FADVISE:
+			if (!strcmp(optarg, "auto"))
+				s.fadvise_opt = -2;
+			else if (!strcmp(optarg, "random"))
+				s.fadvise_opt = POSIX_FADV_RANDOM;
+			else if (!strcmp(optarg, "none"))
+				s.fadvise_opt = -1;
+			else if (!strcmp(optarg, "sequential"))
+				s.fadvise_opt = POSIX_FADV_SEQUENTIAL;
+			else
+				bad("--fadvise %s: auto, random, none or sequential", optarg);
+			break;
+		case O_SEED:
+			if (!parse_uint(optarg, 0, ULONG_MAX, &u))
+				bad("--seed %s: a number", optarg);
+			s.seed = u;
+			break;
+		case O_STALL:
+			if (!parse_secs(optarg, &s.stall_timeout) || s.stall_timeout < 1)
+				bad("--stall-timeout %s: seconds >= 1", optarg);
+			break;
+		case O_CSV: csv = optarg; break;
+		case O_JSON: json = optarg; break;
+		case O_PLOT: plot = optarg; break;
+		case O_SHIM: shim_opt = optarg; break;
+		case O_LIST: list = true; break;
+		case O_HELP: usage_full(); return 0;
+		default:
+			if (optopt)
+				bad("option %s needs a value or is unknown", argv[optind - 1]);
+			bad("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		bad("unexpected argument %s", argv[optind]);
+	if (mode && workload_opt)
+		bad("%s does not combine with --%s%s (a mode fixes the workload)", workload_opt,
+		    strcmp(mode, "quick") && strcmp(mode, "full") ? "preset " : "", mode);
+	if (!mode)
+		mode = workload_opt ? "custom" : "full";
+	if (s.bytes && have_runtime)
+		bad("--runtime and --bytes do not combine: choose one limit");
+
+	/* ---- the cases ---- */
+	struct bench_case cases[3 * MAXLIST * MAXLIST];
+	unsigned ncases = 0;
+	const uint64_t all = (1ull << bench_nmethods) - 1;
+#define M(name) (1ull << method_index(name))
+	double runtime = 2, ramp = 0.3;
+	unsigned reps = 3;
+	uint64_t size = 1ull << 30;
+	if (!strcmp(mode, "quick")) {
+		size = 256ull << 20;
+		runtime = 0.5;
+		ramp = 0.1;
+		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_COLD, 0, 4096, 32, all, "kaio-buffered" };
+		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_HOT, 0, 4096, 32, all, "pread" };
+	} else if (!strcmp(mode, "full")) {
+		runtime = 1.5;
+		ramp = 0.2;
+		for (unsigned w = 0; w < 2; w++)
+			for (unsigned i = 0; i < 5; i++)
+				cases[ncases++] = (struct bench_case){ PAT_RAND, w ? RW_WRITE : RW_READ, CACHE_COLD,
+					0, 4096u << (2 * i), 16, all, "kaio-buffered" };
+	} else if (!strcmp(mode, "issue2")) {
+		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_COLD, 0, 4096, 32,
+			M("fsaio") | M("kaio-direct") | M("kaio-buffered"), "kaio-buffered" };
+		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_HOT, 0, 4096, 32,
+			M("fsaio") | M("pread"), "pread" };
+	} else if (!strcmp(mode, "mix")) {
+		runtime = 3;
+		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_MIX, 90, 4096, 32,
+			M("fsaio") | M("posix-aio") | M("threads"), "threads" };
+	} else {
+		const char *ref = cache == CACHE_COLD ? "kaio-buffered" : cache == CACHE_HOT ? "pread" : "threads";
+		for (unsigned w = 0; w < nrw; w++)
+			for (unsigned d = 0; d < ndepth; d++)
+				for (unsigned b = 0; b < nbs; b++)
+					cases[ncases++] = (struct bench_case){ pattern, rws[w], cache, hot_pct,
+						bss[b], depths[d], all, ref };
+	}
+#undef M
+	for (unsigned i = 0; i < ncases; i++) {
+		if (methods_opt)
+			cases[i].methods = methods_opt;
+		if (ref_opt)
+			cases[i].ref = ref_opt;
+	}
+	if (!have_size)
+		s.size = size;
+	if (!have_runtime)
+		s.runtime = s.bytes ? 0 : runtime;
+	if (!have_ramp)
+		s.ramp = ramp;
+	if (!have_reps)
+		s.reps = reps;
+	for (unsigned i = 0; i < ncases; i++)
+		if (cases[i].bs > s.size)
+			bad("--bs %u is larger than --size", cases[i].bs);
+
+	/* ---- files and machine ---- */
+	struct bench_report rp = { .mode = mode, .s = &s, .ncases = ncases, .cases = cases };
+	struct utsname un;
+	time_t now = time(NULL);
+	strftime(rp.date, sizeof(rp.date), "%Y-%m-%d %H:%M %Z", localtime(&now));
+	if (uname(&un) == 0)
+		snprintf(rp.kernel, sizeof(rp.kernel), "%.20s %.64s %.20s", un.sysname, un.release, un.machine);
+	rp.cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	s.shim_path = find_shim(shim_opt);
+	if (shim_opt && !s.shim_path)
+		bad("--shim %s: cannot read it", shim_opt);
+
+	bool usage_error;
+	if (bench_files_prepare(s.dir, s.nfiles, s.size, &s.paths, &rp.fs, &usage_error) != 0) {
+		if (usage_error)
+			exit(2);
+		return 1;
+	}
+
+	/* Which methods can run here at all. */
+	struct bench_job pj = { .nfiles = s.nfiles, .paths = s.paths, .file_size = s.size, .depth = 1,
+				.bs = 4096, .shim_path = s.shim_path, .fadvise = -1 };
+	char why[BENCH_MAX_METHODS][256];
+	bool avail[BENCH_MAX_METHODS];
+	for (unsigned m = 0; m < bench_nmethods; m++) {
+		why[m][0] = 0;
+		avail[m] = bench_methods[m]->probe(&pj, why[m], sizeof(why[m])) == 0;
+	}
+	if (list) {
+		for (unsigned m = 0; m < bench_nmethods; m++)
+			printf("%-15s %s%s%s\n", bench_methods[m]->name, bench_methods[m]->what,
+			       avail[m] ? "" : "\n                unavailable here: ", avail[m] ? "" : why[m]);
+		return 0;
+	}
+
+	rp.cells = calloc((size_t)ncases * bench_nmethods, sizeof(*rp.cells));
+	struct bench_result *res = calloc((size_t)bench_nmethods * s.reps, sizeof(*res));
+	if (!rp.cells || !res) {
+		fprintf(stderr, "fsaio-bench: out of memory\n");
+		return 1;
+	}
+
+	char sz[32];
+	bench_size_str(s.size, sz, sizeof(sz));
+	printf("fsaio-bench %s: %s, %ld CPUs, %s on %s (read_ahead_kb %d), %u file(s) of %s in %s\n",
+	       mode, rp.kernel, rp.cpus, rp.fs.fstype, rp.fs.device, rp.fs.read_ahead_kb, s.nfiles, sz, s.dir);
+	printf("%s; %u rep(s), median; %s per run after a %.2f s ramp\n", rp.date, s.reps,
+	       s.bytes ? "a byte count" : "a fixed time", s.ramp);
+	fflush(stdout);
+
+	bool tty = isatty(STDERR_FILENO);
+	unsigned total_runs = 0, run_no = 0;
+	for (unsigned c = 0; c < ncases; c++)
+		for (unsigned m = 0; m < bench_nmethods; m++)
+			if ((cases[c].methods >> m) & 1 && avail[m])
+				total_runs += s.reps;
+
+	bool any_error = false, failed_m[BENCH_MAX_METHODS];
+	memset(failed_m, 0, sizeof(failed_m));
+	uint64_t t0 = bench_now_ns();
+	for (unsigned c = 0; c < ncases; c++) {
+		const struct bench_case *cs = &cases[c];
+		unsigned nok[BENCH_MAX_METHODS];
+		char label[96];
+		bench_case_label(cs, label, sizeof(label));
+		memset(nok, 0, sizeof(nok));
+		for (unsigned m = 0; m < bench_nmethods; m++) {
+			struct bench_cell *cell = bench_cell_at(&rp, c, m);
+			if (!((cs->methods >> m) & 1))
+				cell->status = ST_SKIPPED;
+			else if (!avail[m]) {
+				cell->status = ST_UNAVAILABLE;
+				snprintf(cell->why, sizeof(cell->why), "%s", why[m]);
+			}
+		}
+		for (unsigned rep = 0; rep < s.reps; rep++) {
+			for (unsigned m = 0; m < bench_nmethods; m++) {
+				struct bench_cell *cell = bench_cell_at(&rp, c, m);
+				if (cell->status == ST_SKIPPED || cell->status == ST_UNAVAILABLE)
+					continue;
+				if (failed_m[m] || cell->status == ST_ERROR) {
+					if (cell->status != ST_ERROR) {
+						cell->status = ST_ERROR;
+						snprintf(cell->why, sizeof(cell->why), "failed in an earlier case");
+					}
+					continue;
+				}
+				run_no++;
+				if (tty) {
+					double el = (double)(bench_now_ns() - t0) / 1e9;
+					fprintf(stderr, "\r\033[K[%u/%u %.0fs] %s: %s rep %u/%u", run_no, total_runs,
+						el, label, bench_methods[m]->name, rep + 1, s.reps);
+				}
+				struct bench_result *r = &res[m * s.reps + nok[m]];
+				bench_run(&s, cs, bench_methods[m], rep, r);
+				if (r->status) {
+					cell->status = ST_ERROR;
+					snprintf(cell->why, sizeof(cell->why), "%s", r->err);
+					failed_m[m] = true;
+					any_error = true;
+					if (tty)
+						fprintf(stderr, "\r\033[K");
+					fprintf(stderr, "fsaio-bench: %s, %s: %s\n", label, bench_methods[m]->name, r->err);
+					continue;
+				}
+				nok[m]++;
+			}
+		}
+		for (unsigned m = 0; m < bench_nmethods; m++) {
+			struct bench_cell *cell = bench_cell_at(&rp, c, m);
+			if (cell->status != ST_OK)
+				continue;
+			cell->reps_ok = nok[m];
+			median_result(&res[m * s.reps], nok[m], &cell->med);
+		}
+		if (tty)
+			fprintf(stderr, "\r\033[K");
+		struct bench_report one = rp;
+		one.cases = cs;
+		one.cells = bench_cell_at(&rp, c, 0);
+		one.ncases = 1;
+		bench_report_table(&one, stdout);
+		fflush(stdout);
+	}
+	rp.total_secs = (double)(bench_now_ns() - t0) / 1e9;
+	printf("\n");
+	bench_report_targets(&rp, stdout);
+	printf("total %.0f s\n", rp.total_secs);
+	fflush(stdout);
+
+	int rc = any_error ? 1 : 0;
+	if (csv && bench_report_csv(&rp, csv) != 0)
+		rc = 1;
+	if (json && bench_report_json(&rp, json) != 0)
+		rc = 1;
+	if (plot && bench_plot(&rp, plot) < 0)
+		rc = 1;
+	free(res);
+	free(rp.cells);
+	for (unsigned i = 0; i < s.nfiles; i++)
+		free(s.paths[i]);
+	free(s.paths);
+	return rc;
+}

@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsaio-bench: the human table, the issues' targets, CSV and JSON.
+ *
+ * DESIGN: everything here reads the medians in struct bench_report and
+ * writes; nothing is measured or recomputed except ratios. Every method
+ * appears in CSV and JSON for every case, with a status (ok, unavailable,
+ * error, not-selected), so a reader can tell "not measured" from "slow".
+ * Latencies are microseconds, throughput IOPS and MiB/s (2^20 bytes).
+ */
+#include "driver.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *status_name(enum bench_status st)
+{
+	switch (st) {
+	case ST_OK: return "ok";
+	case ST_UNAVAILABLE: return "unavailable";
+	case ST_ERROR: return "error";
+	default: return "not-selected";
+	}
+}
+
+static const char *fadvise_name(int adv)
+{
+	switch (adv) {
+	case POSIX_FADV_RANDOM: return "random";
+	case POSIX_FADV_SEQUENTIAL: return "sequential";
+	case -1: return "none";
+	default: return "?";
+	}
+}
+
+static const struct bench_cell *cell_named(const struct bench_report *rp, unsigned c, const char *name)
+{
+	for (unsigned m = 0; m < bench_nmethods; m++)
+		if (strcmp(bench_methods[m]->name, name) == 0)
+			return bench_cell_at(rp, c, m);
+	return NULL;
+}
+
+/* Throughput of method m over the named method's, or NAN if either is missing. */
+static double ratio_to(const struct bench_report *rp, unsigned c, unsigned m, const char *name)
+{
+	const struct bench_cell *a = bench_cell_at(rp, c, m), *b = cell_named(rp, c, name);
+	if (!b || a->status != ST_OK || b->status != ST_OK || b->med.iops <= 0)
+		return NAN;
+	return a->med.iops / b->med.iops;
+}
+
+/* ---- table ---- */
+
+static void fmt_count(double v, char *b, size_t n)
+{
+	if (v >= 1e6)
+		snprintf(b, n, "%.2fM", v / 1e6);
+	else if (v >= 1e4)
+		snprintf(b, n, "%.1fk", v / 1e3);
+	else
+		snprintf(b, n, "%.0f", v);
+}
+
+static void fmt_us(double v, char *b, size_t n)
+{
+	if (v < 10)
+		snprintf(b, n, "%.2f", v);
+	else if (v < 100)
+		snprintf(b, n, "%.1f", v);
+	else
+		snprintf(b, n, "%.0f", v);
+}
+
+static void fmt_ratio(double v, char *b, size_t n)
+{
+	if (isnan(v))
+		snprintf(b, n, "-");
+	else
+		snprintf(b, n, "%.2f", v);
+}
+
+static void engine_str(const struct bench_engine_stats *e, char *b, size_t n)
+{
+	char r[16];
+	if (!e->valid || !e->requests) {
+		b[0] = 0;
+		return;
+	}
+	fmt_count((double)e->retries, r, sizeof(r));
+	snprintf(b, n, "inline %.0f%% partial %.0f%% queued %.0f%% retries %s",
+		 100.0 * (double)e->completed_inline / (double)e->requests,
+		 100.0 * (double)e->partial_inline / (double)e->requests,
+		 100.0 * (double)e->queued / (double)e->requests, r);
+}
+
+void bench_report_table(const struct bench_report *rp, FILE *f)
+{
+	for (unsigned c = 0; c < rp->ncases; c++) {
+		const struct bench_case *cs = &rp->cases[c];
+		bool mix = cs->cache == CACHE_MIX;
+		char label[96];
+		bench_case_label(cs, label, sizeof(label));
+		fprintf(f, "\n== %s, fadvise %s on buffered fds ==\n", label,
+			fadvise_name(bench_case_fadvise(rp->s, cs)));
+		fprintf(f, "   ratios: /direct = IOPS over kaio-direct's, /ref = IOPS over %s's; latency: submit "
+			"call start to reap return, us%s\n", cs->ref,
+			mix ? "; hot/cold = requests in the cached / uncached region" : "");
+		if (mix)
+			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9s  %s\n", "method", "IOPS",
+				"MiB/s", "/direct", "/ref", "hot p50", "hot p99", "hot p999", "cold p50",
+				"cold p99", "sub p50", "sub p99", "CPU s/GiB", "engine / notes");
+		else
+			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9s  %s\n", "method", "IOPS",
+				"MiB/s", "/direct", "/ref", "lat p50", "lat p99", "lat p999", "sub p50",
+				"sub p99", "sub max", "CPU s/GiB", "engine / notes");
+		for (unsigned m = 0; m < bench_nmethods; m++) {
+			const struct bench_cell *cell = bench_cell_at(rp, c, m);
+			const struct bench_method *me = bench_methods[m];
+			if (cell->status == ST_SKIPPED)
+				continue;
+			if (cell->status != ST_OK) {
+				fprintf(f, "%-15s %s: %s\n", me->name, status_name(cell->status), cell->why);
+				continue;
+			}
+			const struct bench_result *r = &cell->med;
+			char iops[16], mib[16], rd[16], rr[16], l[5][16], sb[3][16], eng[128], note[128];
+			fmt_count(r->iops, iops, sizeof(iops));
+			snprintf(mib, sizeof(mib), "%.1f", r->mibps);
+			fmt_ratio(ratio_to(rp, c, m, "kaio-direct"), rd, sizeof(rd));
+			fmt_ratio(ratio_to(rp, c, m, cs->ref), rr, sizeof(rr));
+			for (unsigned k = 0; k < 3; k++)
+				fmt_us(r->sub[k], sb[k], sizeof(sb[k]));
+			engine_str(&r->es, eng, sizeof(eng));
+			note[0] = 0;
+			if (me->sync && cs->depth > 1)
+				snprintf(note, sizeof(note), "depth 1 (synchronous)");
+			else if (me->direct && cs->cache != CACHE_COLD)
+				snprintf(note, sizeof(note), "O_DIRECT: never hits the cache");
+			if (r->cached_pct > 1.0 && cs->cache != CACHE_HOT)
+				snprintf(note + strlen(note), sizeof(note) - strlen(note),
+					 "%sWARNING: %.1f%% of the cold range was cached", note[0] ? "; " : "",
+					 r->cached_pct);
+			if (r->cached_pct > 1.0 && cs->cache == CACHE_HOT)
+				snprintf(note + strlen(note), sizeof(note) - strlen(note),
+					 "%sWARNING: %.1f%% of the hot range was not cached", note[0] ? "; " : "",
+					 r->cached_pct);
+			if (mix) {
+				fmt_us(r->hot[0], l[0], sizeof(l[0]));
+				fmt_us(r->hot[1], l[1], sizeof(l[1]));
+				fmt_us(r->hot[2], l[2], sizeof(l[2]));
+				fmt_us(r->cold[0], l[3], sizeof(l[3]));
+				fmt_us(r->cold[1], l[4], sizeof(l[4]));
+				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9.3f  %s%s%s\n",
+					me->name, iops, mib, rd, rr, l[0], l[1], l[2], l[3], l[4], sb[0], sb[1],
+					r->cpu_per_gib, eng, eng[0] && note[0] ? "; " : "", note);
+			} else {
+				for (unsigned k = 0; k < 3; k++)
+					fmt_us(r->lat[k], l[k], sizeof(l[k]));
+				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9.3f  %s%s%s\n",
+					me->name, iops, mib, rd, rr, l[0], l[1], l[2], sb[0], sb[1], sb[2],
+					r->cpu_per_gib, eng, eng[0] && note[0] ? "; " : "", note);
+			}
+		}
+	}
+}
+
+/* ---- targets ---- */
+
+struct target {
+	char issue[16];
+	char what[160];
+	double value, goal;     /* met when value >= goal */
+	bool measured;
+};
+
+static void add_ratio(struct target *t, unsigned *n, unsigned max, const char *issue, const char *what,
+		      double value, double goal)
+{
+	if (*n >= max)
+		return;
+	struct target *x = &t[(*n)++];
+	snprintf(x->issue, sizeof(x->issue), "%s", issue);
+	snprintf(x->what, sizeof(x->what), "%s", what);
+	x->value = value;
+	x->goal = goal;
+	x->measured = !isnan(value);
+}
+
+static double iops_ratio(const struct bench_report *rp, unsigned c, const char *a, const char *b)
+{
+	const struct bench_cell *x = cell_named(rp, c, a), *y = cell_named(rp, c, b);
+	if (!x || !y || x->status != ST_OK || y->status != ST_OK || y->med.iops <= 0)
+		return NAN;
+	return x->med.iops / y->med.iops;
+}
+
+/* How many times a's hot-request p99 is fsaio's. */
+static double hot_p99_ratio(const struct bench_report *rp, unsigned c, const char *a)
+{
+	const struct bench_cell *x = cell_named(rp, c, a), *y = cell_named(rp, c, "fsaio");
+	if (!x || !y || x->status != ST_OK || y->status != ST_OK || y->med.hot[1] <= 0)
+		return NAN;
+	return x->med.hot[1] / y->med.hot[1];
+}
+
+static unsigned eval_targets(const struct bench_report *rp, struct target *t, unsigned max)
+{
+	unsigned n = 0;
+	char w[160], label[96];
+	for (unsigned c = 0; c < rp->ncases; c++) {
+		const struct bench_case *cs = &rp->cases[c];
+		bench_case_label(cs, label, sizeof(label));
+		bool cold_rr = cs->cache == CACHE_COLD && cs->rw == RW_READ && cs->pattern == PAT_RAND;
+		bool issue2 = !strcmp(rp->mode, "issue2") || !strcmp(rp->mode, "quick");
+		const char *i2 = !strcmp(rp->mode, "quick") ? "issue 2 (*)" : "issue 2";
+		if (!strcmp(rp->mode, "full") && cold_rr) {
+			snprintf(w, sizeof(w), "%s: fsaio / kaio-buffered IOPS", label);
+			add_ratio(t, &n, max, "issue 4", w, iops_ratio(rp, c, "fsaio", "kaio-buffered"), 2.0);
+			snprintf(w, sizeof(w), "%s: fsaio / kaio-direct IOPS", label);
+			add_ratio(t, &n, max, "issue 4", w, iops_ratio(rp, c, "fsaio", "kaio-direct"), 0.8);
+		}
+		if (issue2 && cold_rr && cs->bs == 4096) {
+			snprintf(w, sizeof(w), "%s: fsaio / kaio-direct IOPS", label);
+			add_ratio(t, &n, max, i2, w, iops_ratio(rp, c, "fsaio", "kaio-direct"), 0.9);
+			snprintf(w, sizeof(w), "%s: fsaio / kaio-buffered IOPS", label);
+			add_ratio(t, &n, max, i2, w, iops_ratio(rp, c, "fsaio", "kaio-buffered"), 3.0);
+		}
+		if (issue2 && cs->cache == CACHE_HOT && cs->rw == RW_READ && cs->bs == 4096) {
+			snprintf(w, sizeof(w), "%s: fsaio / pread IOPS", label);
+			add_ratio(t, &n, max, i2, w, iops_ratio(rp, c, "fsaio", "pread"), 0.8);
+		}
+		if (!strcmp(rp->mode, "mix") && cs->cache == CACHE_MIX) {
+			snprintf(w, sizeof(w), "%s: posix-aio hot p99 / fsaio hot p99", label);
+			add_ratio(t, &n, max, "issue 4", w, hot_p99_ratio(rp, c, "posix-aio"), 10.0);
+			snprintf(w, sizeof(w), "%s: threads hot p99 / fsaio hot p99", label);
+			add_ratio(t, &n, max, "issue 4", w, hot_p99_ratio(rp, c, "threads"), 10.0);
+		}
+	}
+	return n;
+}
+
+unsigned bench_report_targets(const struct bench_report *rp, FILE *f)
+{
+	struct target t[64];
+	unsigned n = eval_targets(rp, t, 64);
+	if (!n)
+		return 0;
+	fprintf(f, "targets set by the issues (ratios from this run):\n");
+	for (unsigned i = 0; i < n; i++) {
+		if (t[i].measured)
+			fprintf(f, "  %-11s %-62s %7.2f  (>= %.1f) %s\n", t[i].issue, t[i].what, t[i].value,
+				t[i].goal, t[i].value >= t[i].goal ? "met" : "NOT met");
+		else
+			fprintf(f, "  %-11s %-62s %7s  (>= %.1f) not measured\n", t[i].issue, t[i].what, "-",
+				t[i].goal);
+	}
+	if (!strcmp(rp->mode, "quick"))
+		fprintf(f, "  (*) --quick uses a %s file and short runs: indicative; --preset issue2 is the "
+			"real check\n", "smaller");
+	return n;
+}
+
+/* ---- CSV ---- */
+
+static void csv_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void csv_num(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs(",", f);
+	else
+		fprintf(f, ",%.6g", v);
+}
+
+static const char *rw_name(enum bench_rw rw)
+{
+	return rw == RW_READ ? "read" : rw == RW_WRITE ? "write" : "mix";
+}
+
+static const char *cache_name(enum bench_cache c)
+{
+	return c == CACHE_COLD ? "cold" : c == CACHE_HOT ? "hot" : "mix";
+}
+
+int bench_report_csv(const struct bench_report *rp, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "fsaio-bench: --csv %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "mode,pattern,rw,cache,hot_pct,bs,depth,files,size,fadvise,method,status,reason,reps,"
+		"depth_used,iops,mib_s,ratio_kaio_direct,ref_method,ratio_ref,"
+		"lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,hot_p50_us,hot_p99_us,hot_p999_us,"
+		"cold_p50_us,cold_p99_us,cold_p999_us,submit_p50_us,submit_p99_us,submit_max_us,"
+		"cpu_s_per_gib,cached_pct_start,inline_pct,partial_inline,queued,retries,probe_cold\n");
+	for (unsigned c = 0; c < rp->ncases; c++) {
+		const struct bench_case *cs = &rp->cases[c];
+		for (unsigned m = 0; m < bench_nmethods; m++) {
+			const struct bench_cell *cell = bench_cell_at(rp, c, m);
+			const struct bench_result *r = &cell->med;
+			fprintf(f, "%s,%s,%s,%s,%u,%u,%u,%u,%llu,%s,%s,%s,", rp->mode,
+				cs->pattern == PAT_RAND ? "rand" : "seq", rw_name(cs->rw), cache_name(cs->cache),
+				cs->hot_pct, cs->bs, cs->depth, rp->s->nfiles, (unsigned long long)rp->s->size,
+				fadvise_name(bench_case_fadvise(rp->s, cs)), bench_methods[m]->name,
+				status_name(cell->status));
+			csv_str(f, cell->status == ST_OK ? "" : cell->why);
+			if (cell->status != ST_OK) {
+				fprintf(f, ",0,,,,,%s", cs->ref);
+				for (unsigned k = 0; k < 21; k++)
+					fputc(',', f);
+				fputc('\n', f);
+				continue;
+			}
+			fprintf(f, ",%u,%u", cell->reps_ok, r->depth);
+			csv_num(f, r->iops);
+			csv_num(f, r->mibps);
+			csv_num(f, ratio_to(rp, c, m, "kaio-direct"));
+			fprintf(f, ",%s", cs->ref);
+			csv_num(f, ratio_to(rp, c, m, cs->ref));
+			for (unsigned k = 0; k < 4; k++)
+				csv_num(f, r->lat[k]);
+			bool mix = cs->cache == CACHE_MIX;
+			for (unsigned k = 0; k < 3; k++)
+				csv_num(f, mix ? r->hot[k] : NAN);
+			for (unsigned k = 0; k < 3; k++)
+				csv_num(f, mix ? r->cold[k] : NAN);
+			for (unsigned k = 0; k < 3; k++)
+				csv_num(f, r->sub[k]);
+			csv_num(f, r->cpu_per_gib);
+			csv_num(f, r->cached_pct);
+			if (r->es.valid && r->es.requests) {
+				csv_num(f, 100.0 * (double)r->es.completed_inline / (double)r->es.requests);
+				fprintf(f, ",%llu,%llu,%llu,%llu\n", (unsigned long long)r->es.partial_inline,
+					(unsigned long long)r->es.queued, (unsigned long long)r->es.retries,
+					(unsigned long long)r->es.probe_cold);
+			} else {
+				fputs(",,,,,\n", f);
+			}
+		}
+	}
+	if (fclose(f) != 0) {
+		fprintf(stderr, "fsaio-bench: --csv %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs("null", f);
+	else
+		fprintf(f, "%.6g", v);
+}
+
+static void json_lat(FILE *f, const char *name, const double *v, unsigned n)
+{
+	static const char *const keys[] = { "p50", "p99", "p999", "max" };
+	fprintf(f, ", \"%s\": {", name);
+	for (unsigned k = 0; k < n; k++) {
+		fprintf(f, "%s\"%s\": ", k ? ", " : "", keys[k]);
+		json_num(f, v[k]);
+	}
+	fputc('}', f);
+}
+
+int bench_report_json(const struct bench_report *rp, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "fsaio-bench: --json %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	const struct bench_settings *s = rp->s;
+	fprintf(f, "{\n  \"tool\": \"fsaio-bench\",\n  \"mode\": ");
+	json_str(f, rp->mode);
+	fprintf(f, ",\n  \"date\": ");
+	json_str(f, rp->date);
+	fprintf(f, ",\n  \"machine\": {\"kernel\": ");
+	json_str(f, rp->kernel);
+	fprintf(f, ", \"cpus\": %ld, \"fs\": ", rp->cpus);
+	json_str(f, rp->fs.fstype);
+	fprintf(f, ", \"device\": ");
+	json_str(f, rp->fs.device);
+	fprintf(f, ", \"read_ahead_kb\": %d},\n  \"settings\": {\"dir\": ", rp->fs.read_ahead_kb);
+	json_str(f, s->dir);
+	fprintf(f, ", \"files\": %u, \"size\": %llu, \"runtime_s\": %g, \"ramp_s\": %g, \"bytes\": %llu, "
+		"\"reps\": %u, \"workers\": %u, \"hot_region_pct\": %u},\n  \"methods\": [",
+		s->nfiles, (unsigned long long)s->size, s->runtime, s->ramp, (unsigned long long)s->bytes,
+		s->reps, s->workers, s->hot_region_pct);
+	for (unsigned m = 0; m < bench_nmethods; m++) {
+		fprintf(f, "%s\n    {\"name\": ", m ? "," : "");
+		json_str(f, bench_methods[m]->name);
+		fprintf(f, ", \"what\": ");
+		json_str(f, bench_methods[m]->what);
+		fputc('}', f);
+	}
+	fprintf(f, "\n  ],\n  \"cases\": [");
+	for (unsigned c = 0; c < rp->ncases; c++) {
+		const struct bench_case *cs = &rp->cases[c];
+		char label[96];
+		bench_case_label(cs, label, sizeof(label));
+		fprintf(f, "%s\n    {\"label\": ", c ? "," : "");
+		json_str(f, label);
+		fprintf(f, ", \"pattern\": \"%s\", \"rw\": \"%s\", \"cache\": \"%s\", \"hot_pct\": %u, "
+			"\"bs\": %u, \"depth\": %u, \"fadvise\": \"%s\", \"ref\": ",
+			cs->pattern == PAT_RAND ? "rand" : "seq", rw_name(cs->rw), cache_name(cs->cache),
+			cs->hot_pct, cs->bs, cs->depth, fadvise_name(bench_case_fadvise(s, cs)));
+		json_str(f, cs->ref);
+		fprintf(f, ",\n     \"results\": [");
+		for (unsigned m = 0; m < bench_nmethods; m++) {
+			const struct bench_cell *cell = bench_cell_at(rp, c, m);
+			const struct bench_result *r = &cell->med;
+			fprintf(f, "%s\n      {\"method\": ", m ? "," : "");
+			json_str(f, bench_methods[m]->name);
+			fprintf(f, ", \"status\": \"%s\"", status_name(cell->status));
+			if (cell->status != ST_OK) {
+				fprintf(f, ", \"reason\": ");
+				json_str(f, cell->why);
+				fputc('}', f);
+				continue;
+			}
+			fprintf(f, ", \"reps\": %u, \"depth_used\": %u, \"ios\": %llu, \"seconds\": ", cell->reps_ok,
+				r->depth, (unsigned long long)r->ios);
+			json_num(f, r->secs);
+			fprintf(f, ", \"iops\": ");
+			json_num(f, r->iops);
+			fprintf(f, ", \"mib_s\": ");
+			json_num(f, r->mibps);
+			fprintf(f, ", \"ratio_kaio_direct\": ");
+			json_num(f, ratio_to(rp, c, m, "kaio-direct"));
+			fprintf(f, ", \"ratio_ref\": ");
+			json_num(f, ratio_to(rp, c, m, cs->ref));
+			json_lat(f, "lat_us", r->lat, 4);
+			if (cs->cache == CACHE_MIX) {
+				json_lat(f, "hot_lat_us", r->hot, 4);
+				json_lat(f, "cold_lat_us", r->cold, 4);
+			}
+			static const char *const sk[] = { "p50", "p99", "max" };
+			fprintf(f, ", \"submit_us\": {");
+			for (unsigned k = 0; k < 3; k++) {
+				fprintf(f, "%s\"%s\": ", k ? ", " : "", sk[k]);
+				json_num(f, r->sub[k]);
+			}
+			fprintf(f, "}, \"cpu_s_per_gib\": ");
+			json_num(f, r->cpu_per_gib);
+			fprintf(f, ", \"cached_pct_start\": ");
+			json_num(f, r->cached_pct);
+			if (r->es.valid)
+				fprintf(f, ", \"engine\": {\"requests\": %llu, \"completed_inline\": %llu, "
+					"\"partial_inline\": %llu, \"queued\": %llu, \"retries\": %llu, "
+					"\"probe_calls\": %llu, \"probe_cold\": %llu, \"bytes_inline\": %llu, "
+					"\"bytes_worker\": %llu}",
+					(unsigned long long)r->es.requests, (unsigned long long)r->es.completed_inline,
+					(unsigned long long)r->es.partial_inline, (unsigned long long)r->es.queued,
+					(unsigned long long)r->es.retries, (unsigned long long)r->es.probe_calls,
+					(unsigned long long)r->es.probe_cold, (unsigned long long)r->es.bytes_inline,
+					(unsigned long long)r->es.bytes_worker);
+			fputc('}', f);
+		}
+		fprintf(f, "\n     ]}");
+	}
+	fprintf(f, "\n  ],\n  \"targets\": [");
+	struct target t[64];
+	unsigned n = eval_targets(rp, t, 64);
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(f, "%s\n    {\"issue\": ", i ? "," : "");
+		json_str(f, t[i].issue);
+		fprintf(f, ", \"what\": ");
+		json_str(f, t[i].what);
+		fprintf(f, ", \"value\": ");
+		json_num(f, t[i].value);
+		fprintf(f, ", \"goal_at_least\": %g, \"met\": %s}", t[i].goal,
+			!t[i].measured ? "null" : t[i].value >= t[i].goal ? "true" : "false");
+	}
+	fprintf(f, "%s],\n  \"total_s\": %.1f\n}\n", n ? "\n  " : "", rp->total_secs);
+	if (fclose(f) != 0) {
+		fprintf(stderr, "fsaio-bench: --json %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
