@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fork(): the child has none of the parent's workers and may have inherited
+ * locks held by threads that do not exist there. Every call on a context
+ * made before the fork returns -EINVAL in the child, except destroy, which
+ * frees it without joining anything; a context the child creates itself
+ * works. The parent's context is unaffected.
+ *
+ * The child cannot use Criterion's assertions (they report as the test);
+ * it writes the first failed check to a pipe and exits 1, and the parent,
+ * which waits with a bound so a hung child fails the test, asserts on that.
+ */
+#include "t_helpers.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KiB 1024u
+#define MiB (1024u * 1024u)
+
+TestSuite(fork, .init = t_setup, .fini = t_teardown, .timeout = 90);
+
+static int g_report = -1;
+
+static void child_fail(int line, const char *fmt, ...)
+{
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg), "child, line %d: ", line);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (write(g_report, msg, strlen(msg)) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) child_fail(__LINE__, __VA_ARGS__); } while (0)
+
+/* Like T_CALL, for the child. */
+#define C_CALL(expr) __extension__({					\
+	errno = T_ERRNO_SENTINEL;					\
+	__typeof__(expr) c_r_ = (expr);					\
+	CHECK(errno == T_ERRNO_SENTINEL, "%s changed errno", #expr);	\
+	c_r_;								\
+})
+
+/* What a child may and may not do with the parent's context. */
+static void child_body(fsaio_ctx_t *parent, struct fsaio_req *inflight, int fd, uint64_t fsize,
+		       unsigned seed)
+{
+	uint8_t buf[4096];
+	struct fsaio_req req, *rp = &req;
+	struct fsaio_event ev;
+	struct fsaio_stats st;
+	struct timespec zero = { 0, 0 };
+	int r;
+
+	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0);
+	r = C_CALL(fsaio_submit(parent, &rp, 1));
+	CHECK(r == -EINVAL, "submit on the parent's context: %d", r);
+	r = C_CALL(fsaio_getevents(parent, 0, 1, &ev, &zero));
+	CHECK(r == -EINVAL, "getevents poll: %d", r);
+	r = C_CALL(fsaio_getevents(parent, 1, 1, &ev, NULL));
+	CHECK(r == -EINVAL, "getevents wait: %d", r);
+	if (inflight) {
+		r = C_CALL(fsaio_cancel(parent, inflight));
+		CHECK(r == -EINVAL, "cancel: %d", r);
+	}
+	r = C_CALL(fsaio_event_fd(parent));
+	CHECK(r == -EINVAL, "event_fd: %d", r);
+	r = C_CALL(fsaio_get_stats(parent, &st));
+	CHECK(r == -EINVAL, "get_stats: %d", r);
+	r = C_CALL(fsaio_ctx_destroy(parent));
+	CHECK(r == 0, "destroy of the parent's context: %d", r);
+
+	/* A context of its own, through the pool (cold) and inline (hot). */
+	fsaio_ctx_t *mine = NULL;
+	struct fsaio_params p = { .workers = 2 };
+	r = C_CALL(fsaio_ctx_create(&p, &mine));
+	CHECK(r == 0 && mine, "create in the child: %d", r);
+	CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0, "fadvise");
+	enum { N = 4 };
+	static uint8_t bufs[N][64 * 1024];
+	struct fsaio_req reqs[N], *rps[N];
+	for (int i = 0; i < N; i++) {
+		uint64_t off = (uint64_t)i * (fsize / N);
+		fsaio_prep_pread(&reqs[i], fd, bufs[i], sizeof(bufs[i]), (int64_t)off);
+		rps[i] = &reqs[i];
+	}
+	r = C_CALL(fsaio_submit(mine, rps, N));
+	CHECK(r == N, "submit in the child: %d", r);
+	struct fsaio_event evs[N];
+	int got = 0;
+	while (got < N) {
+		struct timespec ts = { 20, 0 };
+		r = C_CALL(fsaio_getevents(mine, 1, N, evs + got, &ts));
+		CHECK(r > 0, "getevents in the child: %d after %d", r, got);
+		got += r;
+	}
+	for (int i = 0; i < N; i++) {
+		int k = (int)(evs[i].req - reqs);
+		CHECK(k >= 0 && k < N && evs[i].res == (int64_t)sizeof(bufs[k]), "child read %d: %lld",
+		      k, (long long)evs[i].res);
+		ssize_t bad = t_pattern_mismatch(bufs[k], sizeof(bufs[k]), (uint64_t)k * (fsize / N), seed);
+		CHECK(bad < 0, "child read %d: wrong byte at %zd", k, bad);
+	}
+	r = C_CALL(fsaio_ctx_destroy(mine));
+	CHECK(r == 0, "destroy in the child: %d", r);
+}
+
+/* Fork, run child_body in the child, and assert it passed. */
+static void fork_and_check(fsaio_ctx_t *parent, struct fsaio_req *inflight, int fd,
+			   uint64_t fsize, unsigned seed)
+{
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(p[0]);
+		g_report = p[1];
+		child_body(parent, inflight, fd, fsize, seed);
+		_exit(0);
+	}
+	close(p[1]);
+	int status = t_waitpid_bounded(pid, 30000);
+	char msg[257] = "";
+	ssize_t n = read(p[0], msg, sizeof(msg) - 1);
+	if (n > 0)
+		msg[n] = 0;
+	close(p[0]);
+	cr_assert(WIFEXITED(status), "child killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	cr_assert_eq(WEXITSTATUS(status), 0, "%s", msg);
+}
+
+static void parent_still_works(fsaio_ctx_t *ctx, int fd, unsigned seed)
+{
+	t_make_cold(fd);
+	static uint8_t buf[128 * 1024];
+	struct fsaio_req req;
+	struct fsaio_event ev;
+	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 4096);
+	t_submit1(ctx, &req);
+	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+	cr_assert_eq(ev.res, (int64_t)sizeof(buf));
+	t_check_pattern(buf, sizeof(buf), 4096, seed);
+}
+
+Test(fork, child_gets_einval_parent_keeps_working)
+{
+	uint64_t fsize = 1 * MiB;
+	int fd = t_tmpfile(fsize, 160);
+	t_make_cold(fd);
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+	/* Use the context first, so it has workers, fd facts and an eventfd. */
+	cr_assert_geq(T_CALL(fsaio_event_fd(ctx)), 0);
+	parent_still_works(ctx, fd, 160);
+
+	fork_and_check(ctx, NULL, fd, fsize, 160);
+	parent_still_works(ctx, fd, 160);
+	cr_assert_gt(t_stats(ctx).pool_threads, 0);
+	t_ctx_destroy(ctx);
+}
+
+/* Fork while a worker is blocked and requests are queued: the child does
+ * not hang on them, the parent later gets every event exactly once. */
+Test(fork, with_requests_in_flight)
+{
+	struct t_sat s;
+	struct fsaio_params p = { .workers = 1 };
+	t_saturate(&s, &p);
+	uint64_t fsize = 1 * MiB;
+	int fd = t_tmpfile(fsize, 161);
+	t_make_cold(fd);
+	enum { N = 6, LEN = 64 * 1024 };
+	static uint8_t bufs[N][LEN];
+	struct fsaio_req reqs[N], *rp[N + 1];
+	for (int i = 0; i < N; i++) {
+		fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * LEN);
+		rp[i] = &reqs[i];
+	}
+	rp[N] = &s.breq;
+	t_submit(s.ctx, rp, N);
+	cr_assert_eq(t_stats(s.ctx).pool_queue_len, N);
+
+	fork_and_check(s.ctx, &reqs[2], fd, fsize, 161);
+
+	t_sat_unblock(&s);
+	struct fsaio_event evs[N + 1];
+	t_reap_all(s.ctx, N + 1, evs, T_EVENT_TIMEOUT_MS);
+	t_match_events(evs, N + 1, rp, N + 1);
+	t_sat_check(&s, evs, N + 1);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(t_event_of(evs, N + 1, &reqs[i])->res, LEN);
+		t_check_pattern(bufs[i], LEN, (uint64_t)i * LEN, 161);
+	}
+	parent_still_works(s.ctx, fd, 161);
+	t_ctx_destroy(s.ctx);
+	t_blocker_fini(&s.blk);
+}
+
+/* Fork again and again while workers are busy and another thread reaps: no
+ * child may deadlock on a lock a worker held at the moment of fork. */
+Test(fork, repeated_while_busy)
+{
+	uint64_t fsize = 2 * MiB;
+	int fd = t_tmpfile(fsize, 162);
+	t_make_cold(fd);
+	struct fsaio_params p = { .workers = 4 };
+	fsaio_ctx_t *ctx = t_ctx(&p);
+	enum { ROUNDS = 12, N = 16, LEN = 32 * 1024 };
+	static uint8_t bufs[N][LEN];
+	struct fsaio_req reqs[N], *rp[N];
+	struct fsaio_event evs[N];
+
+	for (int round = 0; round < ROUNDS; round++) {
+		t_make_cold(fd);
+		for (int i = 0; i < N; i++) {
+			uint64_t off = (uint64_t)((i * 5 + round) % N) * (fsize / N);
+			fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)off);
+			reqs[i].user_data = (void *)(uintptr_t)off;
+			rp[i] = &reqs[i];
+		}
+		t_submit(ctx, rp, N);
+		fork_and_check(ctx, NULL, fd, fsize, 162);
+		t_reap_all(ctx, N, evs, T_EVENT_TIMEOUT_MS);
+		t_match_events(evs, N, rp, N);
+		for (int i = 0; i < N; i++) {
+			cr_assert_eq(evs[i].res, LEN);
+			int k = (int)(evs[i].req - reqs);
+			t_check_pattern(bufs[k], LEN, (uint64_t)(uintptr_t)reqs[k].user_data, 162);
+		}
+	}
+	t_ctx_destroy(ctx);
+}
