@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The counters of fsaio_get_stats(): they start at zero, add up (every
+ * request is either completed inline or queued, bytes split between the
+ * submitter and the workers), and the pool's gauges follow the pool: threads
+ * start on demand and never exceed the limit (parameter or FSAIO_WORKERS),
+ * which is checked by holding every worker with a blocker.
+ */
+#include "t_helpers.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#define KiB 1024u
+#define MiB (1024u * 1024u)
+
+TestSuite(stats, .init = t_setup, .fini = t_teardown, .timeout = 60);
+
+Test(stats, fresh_context_is_zero)
+{
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+	struct fsaio_stats st = t_stats(ctx);
+	cr_assert_eq(st.requests, 0);
+	cr_assert_eq(st.completed_inline, 0);
+	cr_assert_eq(st.partial_inline, 0);
+	cr_assert_eq(st.queued, 0);
+	cr_assert_eq(st.retries, 0);
+	cr_assert_eq(st.bytes_inline, 0);
+	cr_assert_eq(st.bytes_worker, 0);
+	cr_assert_eq(st.pool_queue_len, 0);
+	cr_assert_eq(st.pool_threads, 0, "workers start on demand");
+	cr_assert_eq(st.probe_calls, 0);
+	cr_assert_eq(st.probe_cold, 0);
+	cr_assert_eq(st.cancelled, 0);
+	t_ctx_destroy(ctx);
+}
+
+/* Hot reads never need a worker: none is started for them. */
+Test(stats, hot_reads_start_no_worker)
+{
+	int fd = t_tmpfile(1 * MiB, 180);
+	t_make_hot(fd, 0, 1 * MiB);
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+	enum { N = 32, LEN = 32 * 1024 };
+	uint8_t *bufs = malloc((size_t)N * LEN);
+	struct fsaio_req reqs[N], *rp[N];
+	for (int i = 0; i < N; i++) {
+		fsaio_prep_pread(&reqs[i], fd, bufs + (size_t)i * LEN, LEN, (int64_t)i * LEN);
+		rp[i] = &reqs[i];
+	}
+	t_submit(ctx, rp, N);
+	struct fsaio_event evs[N];
+	t_reap_all(ctx, N, evs, T_EVENT_TIMEOUT_MS);
+	struct fsaio_stats st = t_stats(ctx);
+	cr_assert_eq(st.requests, N);
+	cr_assert_eq(st.completed_inline, N);
+	cr_assert_eq(st.queued, 0);
+	cr_assert_eq(st.bytes_inline, (uint64_t)N * LEN);
+	cr_assert_eq(st.pool_threads, 0);
+	t_ctx_destroy(ctx);
+	free(bufs);
+}
+
+/* A mixed workload: the counters account for every request and byte. */
+Test(stats, counters_add_up)
+{
+	size_t fsize = 4 * MiB;
+	int fd = t_tmpfile(fsize, 181);
+	t_make_cold(fd);
+	for (uint64_t o = 0; o < fsize; o += 256 * KiB)
+		t_make_hot(fd, o, 96 * KiB);
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+	enum { N = 48 };
+	static uint8_t bufs[N][128 * 1024];
+	struct fsaio_req reqs[N], *rp[N];
+	unsigned seed = 181;
+	for (int i = 0; i < N; i++) {
+		size_t len = 1 + rand_r(&seed) % sizeof(bufs[i]);
+		uint64_t off = rand_r(&seed) % (fsize - len);
+		fsaio_prep_pread(&reqs[i], fd, bufs[i], len, (int64_t)off);
+		rp[i] = &reqs[i];
+	}
+	t_submit(ctx, rp, N);
+	struct fsaio_event evs[N];
+	t_reap_all(ctx, N, evs, T_EVENT_TIMEOUT_MS);
+	uint64_t bytes = 0;
+	for (int i = 0; i < N; i++) {
+		const struct fsaio_req *r = evs[i].req;
+		cr_assert_eq(evs[i].res, (int64_t)r->len);
+		t_check_pattern(r->buf, r->len, (uint64_t)r->offset, 181);
+		bytes += (uint64_t)evs[i].res;
+	}
+
+	struct fsaio_stats st = t_stats(ctx);
+	cr_assert_eq(st.requests, N);
+	cr_assert_eq(st.completed_inline + st.queued, N, "inline %llu + queued %llu != %d",
+		     (unsigned long long)st.completed_inline, (unsigned long long)st.queued, N);
+	cr_assert_leq(st.partial_inline, st.queued);
+	cr_assert_eq(st.bytes_inline + st.bytes_worker, bytes);
+	cr_assert_geq(st.retries, st.queued, "every queued request made a blocking call");
+	cr_assert_leq(st.probe_cold, st.probe_calls);
+	cr_assert_eq(st.pool_queue_len, 0);
+	cr_assert_eq(st.cancelled, 0);
+	t_ctx_destroy(ctx);
+}
+
+Test(stats, probe_counts)
+{
+	int fd = t_tmpfile(2 * MiB, 182);
+	t_make_cold(fd);
+	t_make_hot(fd, 0, 256 * KiB);
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+	static uint8_t buf[256 * 1024];
+	struct fsaio_req req;
+	struct fsaio_event ev;
+
+	/* A large hot read: probed, found cached. */
+	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0);
+	t_submit1(ctx, &req);
+	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+	struct fsaio_stats st = t_stats(ctx);
+	cr_assert_eq(st.probe_calls, 1);
+	cr_assert_eq(st.probe_cold, 0);
+	cr_assert_eq(st.completed_inline, 1);
+
+	/* A large cold read: probed, sent straight to the pool. */
+	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 1 * MiB);
+	t_submit1(ctx, &req);
+	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+	cr_assert_eq(ev.res, (int64_t)sizeof(buf));
+	st = t_stats(ctx);
+	cr_assert_eq(st.probe_calls, 2);
+	cr_assert_eq(st.probe_cold, 1);
+	cr_assert_eq(st.queued, 1);
+	cr_assert_eq(st.bytes_inline, sizeof(buf));
+	cr_assert_eq(st.bytes_worker, sizeof(buf));
+	t_ctx_destroy(ctx);
+}
+
+/*
+ * Hold k workers with k blockers, one write each; one more request must
+ * queue rather than start a thread beyond the limit.
+ */
+static void check_worker_limit(const struct fsaio_params *p, unsigned limit)
+{
+	fsaio_ctx_t *ctx = t_ctx(p);
+	struct t_blocker blk[8];
+	struct fsaio_req reqs[8], *rp[8];
+	int fds[8];
+	uint8_t content[4096];
+	cr_assert_lt(limit, 8);
+	unsigned n = limit + 1;
+
+	t_fill_pattern(content, sizeof(content), 0, 183);
+	for (unsigned i = 0; i < n; i++) {
+		t_blocker_init(&blk[i]);
+		cr_assert_eq(blk[i].len, sizeof(content));
+		fds[i] = t_tmpfile(0, 0);
+		fsaio_prep_pwrite(&reqs[i], fds[i], blk[i].page, blk[i].len, 0);
+		reqs[i].rw_flags = RWF_DSYNC;
+		rp[i] = &reqs[i];
+	}
+	t_submit(ctx, rp, n);
+	for (unsigned i = 0; i < limit; i++)
+		t_blocker_wait_fault(&blk[i], T_EVENT_TIMEOUT_MS);
+	struct fsaio_stats st = t_stats(ctx);
+	cr_assert_eq(st.pool_threads, limit, "%llu threads, limit %u",
+		     (unsigned long long)st.pool_threads, limit);
+	cr_assert_eq(st.pool_queue_len, 1);
+
+	/* Free one worker: it takes the queued write, which blocks in turn. */
+	t_blocker_release(&blk[0], content);
+	t_blocker_wait_fault(&blk[limit], T_EVENT_TIMEOUT_MS);
+	st = t_stats(ctx);
+	cr_assert_eq(st.pool_threads, limit);
+	cr_assert_eq(st.pool_queue_len, 0);
+	for (unsigned i = 1; i < n; i++)
+		t_blocker_release(&blk[i], content);
+
+	struct fsaio_event evs[8];
+	t_reap_all(ctx, n, evs, T_EVENT_TIMEOUT_MS);
+	t_match_events(evs, n, rp, n);
+	for (unsigned i = 0; i < n; i++) {
+		cr_assert_eq(t_event_of(evs, n, &reqs[i])->res, 4096);
+		t_check_file(fds[i], 0, 4096, 183);
+		t_blocker_fini(&blk[i]);
+	}
+	cr_assert_eq(t_stats(ctx).pool_threads, limit);
+	t_ctx_destroy(ctx);
+}
+
+Test(stats, worker_limit_from_params)
+{
+	struct fsaio_params p = { .workers = 3 };
+	check_worker_limit(&p, 3);
+}
+
+Test(stats, worker_limit_from_environment)
+{
+	/* Criterion runs each test in its own process: the variable does not
+	 * leak into other tests. */
+	cr_assert_eq(setenv("FSAIO_WORKERS", "2", 1), 0);
+	check_worker_limit(NULL, 2);
+	/* An explicit parameter wins over the environment. */
+	struct fsaio_params p = { .workers = 4 };
+	check_worker_limit(&p, 4);
+}
