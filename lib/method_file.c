@@ -39,8 +39,35 @@ static bool at_eof(const struct fsaio_req *r)
 	       (uint64_t)r->offset + r->done_ >= (uint64_t)st.st_size;
 }
 
+/* EBADF or ESPIPE before any progress: the fd number may now name another
+ * file. Learn it again and, if it changed, let its own method start the
+ * request (or refuse it at submit). False when the facts still hold and the
+ * error is the request's. */
+static bool stale(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+		  ssize_t n, struct fsaio__batch *b, int *ret)
+{
+	uint32_t need = fsaio__is_write(r) ? FSAIO__FD_WRITE : FSAIO__FD_READ;
+	struct fsaio__fdinfo now;
+
+	if ((n != -EBADF && n != -ESPIPE) || r->done_)
+		return false;
+	*ret = fsaio__fd_refresh(ctx, r->fd, &now);
+	if (*ret)
+		return true;
+	if (now.kind == fi.kind && now.flags == fi.flags)
+		return false;
+	if (!(now.flags & need) || (r->offset < 0) == !!(now.flags & FSAIO__FD_SEEKABLE)) {
+		*ret = !(now.flags & need) ? -EBADF : -EINVAL;
+		return true;
+	}
+	r->method_ = now.kind;
+	r->priv_[1] = !(now.flags & FSAIO__FD_SEEKABLE);
+	*ret = fsaio__methods[now.kind]->start(ctx, r, now, b);
+	return true;
+}
+
 /* The fs refused NOWAIT: copy inline only what the probe says is cached. */
-static void start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
+static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			   struct fsaio__fdinfo fi, struct fsaio__batch *b)
 {
 	uint64_t total = fsaio__total(r);
@@ -51,7 +78,7 @@ static void start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset + r->done_, total - r->done_) !=
 	    FSAIO__RES_HOT) {
 		fsaio__handoff(ctx, r, b);
-		return;
+		return 0;
 	}
 	while (r->done_ < total) {
 		ssize_t n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags & ~RWF_NOWAIT);
@@ -59,9 +86,13 @@ static void start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		if (n == -EINTR)
 			continue;
 		if (n <= 0) {
+			int ret;
+
+			if (stale(ctx, r, fi, n, b, &ret))
+				return ret;
 			if (n < 0 && !r->done_) {
 				fsaio__complete(ctx, r, n, b);
-				return;
+				return 0;
 			}
 			break;
 		}
@@ -70,10 +101,11 @@ static void start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	}
 	if (r->done_ < total && fsaio__is_write(r)) {
 		fsaio__handoff(ctx, r, b);
-		return;
+		return 0;
 	}
 	FSAIO__INC(ctx, completed_inline, 1);
 	fsaio__complete(ctx, r, (int64_t)r->done_, b);
+	return 0;
 }
 
 static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,

@@ -201,7 +201,9 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 		uint32_t need = fsaio__is_write(r) ? FSAIO__FD_WRITE : FSAIO__FD_READ;
 
 		/* The cached facts may belong to an fd number since reused. */
-		if (!(fi->flags & need) || (r->offset < 0 && (fi->flags & FSAIO__FD_SEEKABLE))) {
+		bool seekable = fi->flags & FSAIO__FD_SEEKABLE;
+
+		if (!(fi->flags & need) || (r->offset < 0) == seekable) {
 			ret = fsaio__fd_refresh(ctx, r->fd, fi);
 			if (ret)
 				return ret;
