@@ -61,8 +61,9 @@ struct bench_engine_stats {
 /*
  * A method. submit and reap are called from the driver's thread only.
  * submit starts slots[0..n) and returns how many it accepted (always a
- * prefix) or -errno; reap waits until at least min slots are complete and
- * returns up to max of them in done[] with res set, or -errno.
+ * prefix) or -errno; reap waits until at least min slots are complete
+ * (min 0: never waits) and returns up to max of them in done[] with res
+ * set, or -errno.
  */
 struct bench_method {
 	const char *name;

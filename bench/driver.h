@@ -95,6 +95,7 @@ struct bench_settings {
 	double runtime, ramp;   /* seconds */
 	uint64_t bytes;         /* 0 = until runtime */
 	unsigned reps, workers;
+	unsigned batch;         /* most requests per submit call; 0 = every free slot */
 	unsigned hot_region_pct;/* share of each file that is the hot region in CACHE_MIX */
 	int fadvise;            /* resolved per case: see bench_case_fadvise */
 	int fadvise_opt;        /* -2 auto, -1 none, or POSIX_FADV_* */

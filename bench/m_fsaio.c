@@ -10,6 +10,7 @@
 #include <fsaio.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct st {
 	fsaio_ctx_t *ctx;
@@ -84,9 +85,10 @@ static int f_submit(void *state, struct bench_slot **v, unsigned n)
 static int f_reap(void *state, unsigned min, unsigned max, struct bench_slot **done)
 {
 	struct st *s = state;
+	const struct timespec poll = { 0, 0 };
 	int r;
 	do
-		r = fsaio_getevents(s->ctx, min, max, s->ev, NULL);
+		r = fsaio_getevents(s->ctx, min, max, s->ev, min ? NULL : &poll);
 	while (r == -EINTR);
 	for (int i = 0; i < r; i++) {
 		struct bench_slot *sl = s->ev[i].user_data;

@@ -84,9 +84,10 @@ int bench_kaio_submit(void *state, struct bench_slot **v, unsigned n)
 int bench_kaio_reap(void *state, unsigned min, unsigned max, struct bench_slot **done)
 {
 	struct st *s = state;
+	struct timespec poll = { 0, 0 };
 	int r;
 	do
-		r = s->abi->getevents(s->ctx, (long)min, (long)max, s->ev, NULL);
+		r = s->abi->getevents(s->ctx, (long)min, (long)max, s->ev, min ? NULL : &poll);
 	while (r == -EINTR);
 	for (int i = 0; i < r; i++) {
 		struct bench_slot *sl = (struct bench_slot *)(uintptr_t)s->ev[i].data;

@@ -89,11 +89,13 @@ static int u_reap(void *state, unsigned min, unsigned max, struct bench_slot **d
 	struct st *s = state;
 	struct io_uring_cqe *cqe;
 	int r;
-	do
-		r = io_uring_wait_cqe_nr(&s->ring, &cqe, min);
-	while (r == -EINTR);
-	if (r < 0)
-		return r;
+	if (min) {
+		do
+			r = io_uring_wait_cqe_nr(&s->ring, &cqe, min);
+		while (r == -EINTR);
+		if (r < 0)
+			return r;
+	}
 	unsigned got = io_uring_peek_batch_cqe(&s->ring, s->cqes, max);
 	for (unsigned i = 0; i < got; i++) {
 		struct bench_slot *sl = io_uring_cqe_get_data(s->cqes[i]);

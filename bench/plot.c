@@ -103,6 +103,18 @@ int bench_plot(const struct bench_report *rp, const char *png)
 			lines++;
 		}
 		fprintf(g, "set title '%s'\n", title);
+		/* Tics at the sizes measured; a single size still gets a visible range. */
+		double lo = 0, hi = 0;
+		fprintf(g, "set xtics (");
+		for (unsigned c = 0, k = 0; c < rp->ncases; c++) {
+			if (panel_of[c] != p)
+				continue;
+			double x = rp->cases[c].bs / 1024.0;
+			fprintf(g, "%s%g", k++ ? ", " : "", x);
+			lo = lo == 0 || x < lo ? x : lo;
+			hi = x > hi ? x : hi;
+		}
+		fprintf(g, ")\nset xrange [%g:%g]\n", lo / 1.4, hi * 1.4);
 		if (!lines) {
 			fprintf(g, "set label 1 'nothing measured' at graph 0.5,0.5 center\n"
 				"plot 1 notitle lc rgb 'white'\nunset label 1\n");
@@ -117,8 +129,10 @@ int bench_plot(const struct bench_report *rp, const char *png)
 					any = true;
 			if (!any)
 				continue;
-			fprintf(g, "%s$D%u_%u using 1:2 with linespoints lw 2 pt 7 title '%s'", k++ ? ", " : "", p,
-				m, bench_methods[m]->name);
+			/* libfsaio's own lines drawn heavier: they are what the plot is about. */
+			bool ours = !strncmp(bench_methods[m]->name, "fsaio", 5);
+			fprintf(g, "%s$D%u_%u using 1:2 with linespoints lw %d pt 7 ps %s title '%s'", k++ ? ", " : "",
+				p, m, ours ? 4 : 2, ours ? "1.2" : "0.8", bench_methods[m]->name);
 		}
 		fprintf(g, "\n");
 	}

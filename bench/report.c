@@ -416,9 +416,9 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 	fprintf(f, ", \"read_ahead_kb\": %d},\n  \"settings\": {\"dir\": ", rp->fs.read_ahead_kb);
 	json_str(f, s->dir);
 	fprintf(f, ", \"files\": %u, \"size\": %llu, \"runtime_s\": %g, \"ramp_s\": %g, \"bytes\": %llu, "
-		"\"reps\": %u, \"workers\": %u, \"hot_region_pct\": %u},\n  \"methods\": [",
+		"\"reps\": %u, \"workers\": %u, \"batch\": %u, \"hot_region_pct\": %u},\n  \"methods\": [",
 		s->nfiles, (unsigned long long)s->size, s->runtime, s->ramp, (unsigned long long)s->bytes,
-		s->reps, s->workers, s->hot_region_pct);
+		s->reps, s->workers, s->batch, s->hot_region_pct);
 	for (unsigned m = 0; m < bench_nmethods; m++) {
 		fprintf(f, "%s\n    {\"name\": ", m ? "," : "");
 		json_str(f, bench_methods[m]->name);

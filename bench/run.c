@@ -272,6 +272,134 @@ static int prepare_cache(const struct bench_settings *s, const struct bench_case
 	return 0;
 }
 
+/* The state of one run's loop. */
+struct drive {
+	const struct bench_method *m;
+	void *st;
+	struct bench_result *r;
+	struct loop *L;
+	struct bench_hist *h;           /* [0] all, [1] hot, [2] cold, [3] submit calls */
+	struct bench_slot **freel, **batch, **done;
+	unsigned nfree, npend, inflight, batch_max;
+	uint64_t t_start, ramp_end, run_end, t_meas, t_last, bytes_meas_sub, bytes_limit, ramp_blocks;
+	double runtime, cpu0;
+	bool measuring, stop, failed;
+	struct bench_engine_stats es0;
+};
+
+static void start_measuring(struct drive *D, uint64_t t)
+{
+	D->measuring = true;
+	D->t_meas = t;
+	D->run_end = t + (uint64_t)(D->runtime * 1e9);
+	D->cpu0 = cpu_secs();
+	if (D->m->engine_stats)
+		D->m->engine_stats(D->st, &D->es0);
+}
+
+/* One submit call: refused requests first, then new ones up to batch_max.
+ * Returns how many it accepted, 0 if there was nothing to submit. */
+static int submit_some(struct drive *D)
+{
+	unsigned n = D->npend;
+	while (!D->stop && D->nfree > 0 && n < D->batch_max) {
+		struct bench_slot *sl = D->freel[--D->nfree];
+		if (!next_io(D->L, sl)) {
+			D->freel[D->nfree++] = sl;
+			D->stop = true;         /* the cold pass is used up */
+			break;
+		}
+		D->batch[n++] = sl;
+	}
+	if (!n)
+		return 0;
+	uint64_t t0 = bench_now_ns();
+	int acc = D->m->submit(D->st, D->batch, n);
+	uint64_t t1 = bench_now_ns();
+	atomic_fetch_add(&wd_progress, 1);
+	if (D->measuring)
+		bench_hist_add(&D->h[3], t1 - t0);
+	if (acc < 0 && acc != -EAGAIN) {
+		fail(D->r, "submit: %s", strerror(-acc));
+		D->failed = D->stop = true;
+	}
+	if (acc < 0)
+		acc = 0;
+	for (int i = 0; i < acc; i++) {
+		D->batch[i]->t_submit = t0;
+		D->batch[i]->counted = D->measuring;
+		if (D->measuring)
+			D->bytes_meas_sub += D->batch[i]->len;
+	}
+	D->inflight += (unsigned)acc;
+	D->npend = n - (unsigned)acc;
+	memmove(D->batch, D->batch + acc, D->npend * sizeof(*D->batch));
+	if (!acc && !D->inflight && !D->failed) {
+		fail(D->r, "submit accepted nothing with nothing in flight");
+		D->failed = D->stop = true;
+	}
+	return acc;
+}
+
+/* One reap call (min 0 = only what is already complete): check, verify and
+ * record what came back, then move the clock-driven phases on. */
+static int reap_some(struct drive *D, unsigned min)
+{
+	struct bench_result *r = D->r;
+	struct loop *L = D->L;
+	if (!D->inflight)
+		return 0;
+	int got = D->m->reap(D->st, min, D->inflight, D->done);
+	uint64_t t2 = bench_now_ns();
+	if (got < 0) {
+		fail(r, "reap: %s", strerror(-got));
+		D->failed = D->stop = true;
+		return got;
+	}
+	atomic_fetch_add(&wd_progress, 1);
+	D->inflight -= (unsigned)got;
+	for (int i = 0; i < got; i++) {
+		struct bench_slot *sl = D->done[i];
+		D->freel[D->nfree++] = sl;
+		if (D->failed)
+			continue;
+		if (sl->res != (int64_t)sl->len) {
+			fail(r, "%s of %u bytes at %" PRIu64 " in file %u: %s", sl->op == BOP_READ ?
+			     "read" : "write", sl->len, sl->off, sl->file, sl->res < 0 ?
+			     strerror((int)-sl->res) : "short transfer");
+			D->failed = D->stop = true;
+			continue;
+		}
+		if (sl->op == BOP_READ) {
+			bool full = ++L->reads_seen % L->full_check_every == 0;
+			uint64_t bad = bench_pattern_check(sl->rbuf, sl->len, sl->file, sl->off, full);
+			if (bad) {
+				fail(r, "wrong data read at byte %" PRIu64 " of file %u (request at %" PRIu64
+				     ", %u bytes)", sl->off + bad - 1, sl->file, sl->off, sl->len);
+				D->failed = D->stop = true;
+				continue;
+			}
+		}
+		if (D->measuring) {
+			r->ios++;
+			r->bytes += sl->len;
+			if (sl->counted) {
+				uint64_t lat = t2 - sl->t_submit;
+				bench_hist_add(&D->h[0], lat);
+				bench_hist_add(&D->h[1 + sl->region], lat);
+			}
+		}
+	}
+	if (got)
+		D->t_last = t2;
+	if (!D->measuring && (t2 >= D->ramp_end || (L->have[REG_COLD] && L->reg[REG_COLD].pos >= D->ramp_blocks)))
+		start_measuring(D, t2);
+	if (D->measuring && !D->stop && ((D->runtime > 0 && t2 >= D->run_end) ||
+					 (D->bytes_limit && D->bytes_meas_sub >= D->bytes_limit)))
+		D->stop = true;
+	return got;
+}
+
 void bench_run(const struct bench_settings *s, const struct bench_case *c,
 	       const struct bench_method *m, unsigned rep, struct bench_result *r)
 {
@@ -284,9 +412,9 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 	struct bench_slot *slots = NULL;
 	struct bench_slot **freel = NULL, **batch = NULL, **done = NULL;
 	struct bench_hist *h = NULL;   /* [0] all, [1] hot, [2] cold, [3] submit */
-	struct bench_engine_stats es0 = { 0 }, es1 = { 0 };
 	void *st = NULL;
-	unsigned depth = job.depth, nfree = 0, npend = 0, inflight = 0;
+	unsigned depth = job.depth, nfree = 0;
+	const unsigned batch_max = s->batch ? s->batch : depth;
 	bool leak_buffers = false;
 
 	memset(r, 0, sizeof(*r));
@@ -356,130 +484,58 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 		goto out;
 	}
 
-	const uint64_t t_start = bench_now_ns();
-	const uint64_t ramp_end = t_start + (uint64_t)(s->ramp * 1e9);
-	uint64_t run_end = 0, t_meas = t_start, t_last = t_start, bytes_meas_sub = 0;
-	bool measuring = s->ramp <= 0, stop = false, failed = false, exhausted = false;
-	double cpu0 = 0;
+	struct drive D = {
+		.m = m, .st = st, .r = r, .L = &L, .h = h, .freel = freel, .batch = batch, .done = done,
+		.nfree = nfree, .batch_max = batch_max, .runtime = s->runtime, .bytes_limit = s->bytes,
+	};
+	D.t_start = bench_now_ns();
+	D.ramp_end = D.t_start + (uint64_t)(s->ramp * 1e9);
+	D.t_meas = D.t_last = D.t_start;
 	/* A cold pass must not be eaten by the ramp on a small file. */
-	uint64_t ramp_blocks = L.have[REG_COLD] ? L.reg[REG_COLD].n / 10 : UINT64_MAX;
-
-	if (measuring) {
-		cpu0 = cpu_secs();
-		run_end = t_start + (uint64_t)(s->runtime * 1e9);
-	}
+	D.ramp_blocks = L.have[REG_COLD] ? L.reg[REG_COLD].n / 10 : UINT64_MAX;
+	if (s->ramp <= 0)
+		start_measuring(&D, D.t_start);
 	wd_method = m->name;
 	atomic_store(&wd_active, 1);
 
 	for (;;) {
-		unsigned n = npend;
-		/* Requests refused last time go first, in order, with their offsets. */
-		while (!stop && !failed && nfree > 0) {
-			struct bench_slot *sl = freel[--nfree];
-			if (!next_io(&L, sl)) {
-				freel[nfree++] = sl;
-				stop = exhausted = true;
+		/* Submit until every slot is in flight, in calls of at most
+		 * batch_max; between two calls, collect what has completed
+		 * without waiting, so a request finished early is seen early.
+		 * Requests a method refuses go first next time, in order. */
+		while (!D.failed) {
+			int k = submit_some(&D);
+			if (k <= 0)
 				break;
+			if (D.nfree || D.npend) {
+				if (reap_some(&D, 0) < 0)
+					break;
 			}
-			batch[n++] = sl;
+			if (D.npend)
+				break;
 		}
-		if (n && !failed) {
-			uint64_t t0 = bench_now_ns();
-			int acc = m->submit(st, batch, n);
-			uint64_t t1 = bench_now_ns();
-			atomic_fetch_add(&wd_progress, 1);
-			if (measuring)
-				bench_hist_add(&h[3], t1 - t0);
-			if (acc < 0 && acc != -EAGAIN) {
-				fail(r, "submit: %s", strerror(-acc));
-				failed = stop = true;
-				acc = 0;
-			}
-			if (acc < 0)
-				acc = 0;
-			for (int i = 0; i < acc; i++) {
-				batch[i]->t_submit = t0;
-				batch[i]->counted = measuring;
-				if (measuring)
-					bytes_meas_sub += batch[i]->len;
-			}
-			inflight += (unsigned)acc;
-			npend = n - (unsigned)acc;
-			memmove(batch, batch + acc, npend * sizeof(*batch));
-			if (!acc && !inflight && !failed) {
-				fail(r, "submit accepted nothing with nothing in flight");
-				failed = stop = true;
-			}
-		} else if (failed) {
-			/* Give the refused requests back. */
-			while (npend)
-				freel[nfree++] = batch[--npend];
+		if (D.failed) {
+			while (D.npend)
+				D.freel[D.nfree++] = D.batch[--D.npend];
 		}
-		atomic_store(&wd_inflight, inflight);
-		if (!inflight) {
-			if (stop || failed)
+		atomic_store(&wd_inflight, D.inflight);
+		if (!D.inflight) {
+			if (D.stop || D.failed)
 				break;
 			continue;
 		}
-
-		int got = m->reap(st, 1, inflight, done);
-		uint64_t t2 = bench_now_ns();
-		if (got < 0) {
-			fail(r, "reap: %s", strerror(-got));
+		if (reap_some(&D, 1) < 0) {
 			/* Requests may still be in the method's hands: never free their buffers. */
-			leak_buffers = inflight > 0;
+			leak_buffers = D.inflight > 0;
 			break;
 		}
-		atomic_fetch_add(&wd_progress, 1);
-		inflight -= (unsigned)got;
-		for (int i = 0; i < got; i++) {
-			struct bench_slot *sl = done[i];
-			freel[nfree++] = sl;
-			if (failed)
-				continue;
-			if (sl->res != (int64_t)sl->len) {
-				fail(r, "%s of %u bytes at %" PRIu64 " in file %u: %s", sl->op == BOP_READ ?
-				     "read" : "write", sl->len, sl->off, sl->file, sl->res < 0 ?
-				     strerror((int)-sl->res) : "short transfer");
-				failed = stop = true;
-				continue;
-			}
-			if (sl->op == BOP_READ) {
-				bool full = ++L.reads_seen % L.full_check_every == 0;
-				uint64_t bad = bench_pattern_check(sl->rbuf, sl->len, sl->file, sl->off, full);
-				if (bad) {
-					fail(r, "wrong data read at byte %" PRIu64 " of file %u (request at %"
-					     PRIu64 ", %u bytes)", sl->off + bad - 1, sl->file, sl->off, sl->len);
-					failed = stop = true;
-					continue;
-				}
-			}
-			if (measuring) {
-				r->ios++;
-				r->bytes += sl->len;
-				if (sl->counted) {
-					uint64_t lat = t2 - sl->t_submit;
-					bench_hist_add(&h[0], lat);
-					bench_hist_add(&h[1 + sl->region], lat);
-				}
-			}
-		}
-		t_last = t2;
-		if (!measuring && (t2 >= ramp_end || (L.have[REG_COLD] && L.reg[REG_COLD].pos >= ramp_blocks))) {
-			measuring = true;
-			t_meas = t2;
-			run_end = t2 + (uint64_t)(s->runtime * 1e9);
-			cpu0 = cpu_secs();
-			if (m->engine_stats)
-				m->engine_stats(st, &es0);
-		}
-		if (measuring && !stop && ((s->runtime > 0 && t2 >= run_end) ||
-					   (s->bytes && bytes_meas_sub >= s->bytes)))
-			stop = true;
 	}
 	atomic_store(&wd_active, 0);
 	double cpu1 = cpu_secs();
-	(void)exhausted;
+	bool failed = D.failed, measuring = D.measuring;
+	struct bench_engine_stats es0 = D.es0, es1 = { 0 };
+	const uint64_t t_last = D.t_last, t_meas = D.t_meas;
+	const double cpu0 = D.cpu0;
 
 	if (m->engine_stats && !failed && r->status == 0) {
 		m->engine_stats(st, &es1);
