@@ -566,12 +566,14 @@ int main(int argc, char **argv)
 				cases[ncases++] = (struct bench_case){ PAT_RAND, w ? RW_WRITE : RW_READ, CACHE_COLD,
 					0, 4096u << (2 * i), 16, all, "kaio-buffered" };
 	} else if (!strcmp(mode, "issue2")) {
+		reps = 5;   /* few methods and cases: afford a steadier median */
 		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_COLD, 0, 4096, 32,
 			M("fsaio") | M("kaio-direct") | M("kaio-buffered"), "kaio-buffered" };
 		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_HOT, 0, 4096, 32,
 			M("fsaio") | M("pread"), "pread" };
 	} else if (!strcmp(mode, "mix")) {
 		runtime = 3;
+		reps = 5;
 		/* The question is one request's latency: submit one request per
 		 * call and look for completions between calls, as an event loop
 		 * would, so a hot request is not timed with its batch-mates. */
