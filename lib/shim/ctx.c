@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: context lifetime, the registry of live contexts, and fork.
+ *
+ * io_setup maps a ring sized as the kernel sizes its own (nr_events raised
+ * to 4 per possible CPU, doubled, rounded up to whole pages), so a program
+ * sees the same ring->nr and may keep as many requests in flight as it
+ * could on the kernel (ring->nr - 1). The io_context_t is the ring's
+ * address.
+ *
+ * Every call looks its context up in a registry (a hash of live contexts
+ * under one mutex) and holds a reference while it runs, so an unknown,
+ * destroyed or forked-away context is -EINVAL without any memory of it
+ * being touched. io_destroy takes the context out of the registry, wakes
+ * its sleepers (they return -EINVAL), waits for the calls still running,
+ * cancels pending polls as the kernel does, waits for every request still
+ * in flight to complete (reads fill their buffers, writes reach the file),
+ * and only then destroys the engine context and unmaps the ring.
+ *
+ * fork(): the kernel does not copy aio contexts into the child. The ring is
+ * MADV_DONTFORK (the child has no mapping there, as with the kernel's ring),
+ * and a pthread_atfork child handler empties the registry, so the child's
+ * calls on the parent's contexts return -EINVAL. Their memory is left as
+ * it is in the child: the engine state belongs to threads that the child
+ * does not have.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define REG_BUCKETS 256
+#define RING_PAGE 4096u
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shim_ctx *reg_table[REG_BUCKETS];  /* reg_lock */
+static uint64_t reg_events;     /* reg_lock: nr_events of live contexts, against aio-max-nr */
+static uint32_t reg_next_id;    /* reg_lock: ring->id of the next context */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static uint32_t possible_cpus = 1;      /* written once by init_once */
+static uint64_t aio_max_nr = 65536;     /* written once by init_once */
+
+static unsigned bucket(const void *ring)
+{
+	uintptr_t a = (uintptr_t)ring >> 12;
+
+	return (unsigned)((a ^ (a >> 8) ^ (a >> 16)) % REG_BUCKETS);
+}
+
+static void on_fork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+static void on_fork_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void on_fork_child(void)
+{
+	/* The child owns none of the parent's contexts. */
+	memset(reg_table, 0, sizeof(reg_table));
+	reg_events = 0;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* /sys/devices/system/cpu/possible: "0-3" or "0,2-5"; the kernel sizes the
+ * ring with num_possible_cpus(). */
+static uint32_t count_possible_cpus(void)
+{
+	char buf[256], *p = buf;
+	uint32_t n = 0;
+	ssize_t len;
+	int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		goto fallback;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		goto fallback;
+	buf[len] = 0;
+	while (*p >= '0' && *p <= '9') {
+		unsigned long a = strtoul(p, &p, 10), b = a;
+
+		if (*p == '-')
+			b = strtoul(p + 1, &p, 10);
+		if (b >= a)
+			n += (uint32_t)(b - a + 1);
+		if (*p != ',')
+			break;
+		p++;
+	}
+	if (n)
+		return n;
+fallback:
+	len = sysconf(_SC_NPROCESSORS_CONF);
+	return len > 0 ? (uint32_t)len : 1;
+}
+
+static void init(void)
+{
+	char buf[32];
+	ssize_t len;
+	int fd;
+
+	possible_cpus = count_possible_cpus();
+	fd = open("/proc/sys/fs/aio-max-nr", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len > 0) {
+			buf[len] = 0;
+			aio_max_nr = strtoull(buf, NULL, 10);
+		}
+	}
+	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+}
+
+struct shim_ctx *shim__get(io_context_t id)
+{
+	struct shim_ctx *c;
+
+	if (!id)
+		return NULL;
+	pthread_mutex_lock(&reg_lock);
+	for (c = reg_table[bucket(id)]; c; c = c->hnext)
+		if ((void *)c->ring == (void *)id)
+			break;
+	if (c)
+		atomic_fetch_add(&c->refs, 1);
+	pthread_mutex_unlock(&reg_lock);
+	return c;
+}
+
+void shim__put(struct shim_ctx *c)
+{
+	/* The last call out of a dying context lets io_destroy go on. */
+	if (atomic_fetch_sub(&c->refs, 1) == 1 && atomic_load(&c->dead))
+		syscall(SYS_futex, &c->refs, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Read or write a word of the caller's memory without faulting: the kernel
+ * answers EFAULT for a bad ctxp, and so must we. process_vm_* on ourselves
+ * needs no privilege; where a sandbox forbids it, fall back to plain access. */
+int shim__user_copy(void *dst, const void *src, size_t n, bool to_user)
+{
+	struct iovec local = { to_user ? (void *)src : dst, n };
+	struct iovec remote = { to_user ? dst : (void *)src, n };
+	ssize_t r;
+
+	if (!(to_user ? dst : src))
+		return -EFAULT;
+	r = to_user ? process_vm_writev(getpid(), &local, 1, &remote, 1, 0)
+		    : process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	if (r == (ssize_t)n)
+		return 0;
+	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
+		memcpy(dst, src, n);
+		return 0;
+	}
+	return -EFAULT;
+}
+
+static void ctx_free(struct shim_ctx *c)
+{
+	int efd = atomic_load(&c->efd);
+
+	if (efd >= 0)
+		close(efd);
+	if (c->ring)
+		munmap(c->ring, c->ring_bytes);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->reap_lock);
+	pthread_mutex_destroy(&c->cancel_lock);
+	free(c->slots);
+	free(c);
+}
+
+int shim__io_setup(int nr_events, io_context_t *ctxp)
+{
+	struct fsaio_params p = { 0 };
+	struct shim_ctx *c;
+	io_context_t old;
+	uint32_t n = (uint32_t)nr_events, ring_nr;
+	size_t bytes;
+	int ret;
+
+	pthread_once(&init_once, init);
+	ret = shim__user_copy(&old, ctxp, sizeof(old), false);
+	if (ret)
+		return ret;
+	if (old || n == 0)
+		return -EINVAL;
+	/* The kernel's arithmetic, in its own unsigned 32 bits (ioctx_alloc). */
+	if (n < possible_cpus * 4)
+		n = possible_cpus * 4;
+	n *= 2;
+	if (n > 0x10000000u / sizeof(struct io_event))
+		return -EINVAL;
+	if (!n || (uint32_t)nr_events > aio_max_nr)
+		return -EAGAIN;
+	bytes = sizeof(struct shim_ring) + (size_t)n * sizeof(struct io_event);
+	bytes = (bytes + RING_PAGE - 1) / RING_PAGE * RING_PAGE;
+	ring_nr = (uint32_t)((bytes - sizeof(struct shim_ring)) / sizeof(struct io_event));
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->nr_events = (uint32_t)nr_events;
+	c->capacity = ring_nr - 1;
+	c->avail = c->capacity;
+	atomic_init(&c->efd, -1);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->reap_lock, NULL);
+	pthread_mutex_init(&c->cancel_lock, NULL);
+	/* calloc: pages of slots never used are never touched. */
+	c->slots = calloc((size_t)c->capacity + 1, sizeof(*c->slots));
+	c->ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!c->slots || c->ring == MAP_FAILED) {
+		c->ring = c->ring == MAP_FAILED ? NULL : c->ring;
+		ret = -ENOMEM;
+		goto fail;
+	}
+	c->ring_bytes = bytes;
+	madvise(c->ring, bytes, MADV_DONTFORK);
+	for (uint32_t i = 0; i <= c->capacity; i++)
+		c->slots[i].resfd = -1;
+
+	/* The engine bounds what it accepts; ours is the tighter bound, but a
+	 * completed request is counted out of the engine a little after our
+	 * callback returns, hence the margin. */
+	p.queue_depth = c->capacity * 2 + 64;
+	p.complete = shim__complete;
+	p.complete_arg = c;
+	ret = fsaio_ctx_create(&p, &c->engine);
+	if (ret)
+		goto fail;
+
+	c->ring->nr = ring_nr;
+	c->ring->magic = SHIM_RING_MAGIC;
+	c->ring->compat_features = SHIM_RING_COMPAT_FEATURES;
+	c->ring->incompat_features = 0;
+	c->ring->header_length = sizeof(struct shim_ring);
+
+	pthread_mutex_lock(&reg_lock);
+	if (reg_events + c->nr_events > aio_max_nr) {
+		pthread_mutex_unlock(&reg_lock);
+		ret = -EAGAIN;
+		goto fail;
+	}
+	reg_events += c->nr_events;
+	c->ring->id = reg_next_id++;
+	old = (io_context_t)c->ring;
+	ret = shim__user_copy(ctxp, &old, sizeof(old), true);
+	if (ret) {
+		reg_events -= c->nr_events;
+		pthread_mutex_unlock(&reg_lock);
+		goto fail;
+	}
+	c->hnext = reg_table[bucket(c->ring)];
+	reg_table[bucket(c->ring)] = c;
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+
+fail:
+	if (c->engine)
+		fsaio_ctx_destroy(c->engine);
+	ctx_free(c);
+	return ret;
+}
+
+static void print_stats(struct shim_ctx *c)
+{
+	struct fsaio_stats st;
+
+	if (fsaio_get_stats(c->engine, &st))
+		return;
+	dprintf(STDERR_FILENO,
+		"fsaio: io_context %p: requests %llu, inline %llu, partial inline %llu, "
+		"queued %llu, worker retries %llu, bytes inline %llu, bytes by workers %llu, "
+		"probes %llu (cold %llu), cancelled %llu\n",
+		(void *)c->ring, (unsigned long long)st.requests,
+		(unsigned long long)st.completed_inline, (unsigned long long)st.partial_inline,
+		(unsigned long long)st.queued, (unsigned long long)st.retries,
+		(unsigned long long)st.bytes_inline, (unsigned long long)st.bytes_worker,
+		(unsigned long long)st.probe_calls, (unsigned long long)st.probe_cold,
+		(unsigned long long)st.cancelled);
+}
+
+/* Sleep until the context's state changes (a completion or a call ends). */
+static void wait_change(struct shim_ctx *c, _Atomic uint32_t *word, uint32_t seen)
+{
+	atomic_fetch_add(&c->waiters, 1);
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+	atomic_fetch_sub(&c->waiters, 1);
+}
+
+int shim__io_destroy(io_context_t id)
+{
+	struct shim_ctx *c, **pp;
+	const char *stats;
+	uint32_t v;
+
+	if (!id)
+		return -EINVAL;
+	pthread_mutex_lock(&reg_lock);
+	for (pp = &reg_table[bucket(id)]; (c = *pp); pp = &c->hnext)
+		if ((void *)c->ring == (void *)id)
+			break;
+	if (c) {
+		*pp = c->hnext;
+		reg_events -= c->nr_events;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	if (!c)
+		return -EINVAL;
+
+	/* Nobody finds it any more; wake those who sleep on it and wait for
+	 * every call in progress to leave. */
+	atomic_store(&c->dead, 1);
+	shim__wake(c);
+	while ((v = atomic_load(&c->refs)) != 0)
+		syscall(SYS_futex, &c->refs, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+
+	/* The kernel cancels what can be cancelled (polls) and waits for the
+	 * rest: a read submitted before io_destroy has filled its buffer, a
+	 * write has reached the file, when io_destroy returns. */
+	pthread_mutex_lock(&c->lock);
+	for (uint32_t i = 0; i < c->used; i++) {
+		struct shim_slot *s = &c->slots[i];
+
+		if (s->busy && s->opcode == IOCB_CMD_POLL) {
+			pthread_mutex_unlock(&c->lock);
+			/* No other thread is in the context: the slot cannot be
+			 * reused under us, only complete. */
+			fsaio_cancel(c->engine, &s->req);
+			pthread_mutex_lock(&c->lock);
+		}
+	}
+	for (;;) {
+		uint32_t seen = atomic_load(&c->seq);
+
+		if (!c->in_flight)
+			break;
+		pthread_mutex_unlock(&c->lock);
+		wait_change(c, &c->seq, seen);
+		pthread_mutex_lock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+
+	stats = getenv("FSAIO_STATS");
+	if (stats && *stats && strcmp(stats, "0") != 0)
+		print_stats(c);
+	fsaio_ctx_destroy(c->engine);
+	ctx_free(c);
+	return 0;
+}

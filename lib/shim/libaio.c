@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: libaio's exported entry points, with its symbol versions.
+ *
+ * libaio 0.3.113 exports io_setup, io_destroy, io_submit, io_getevents,
+ * io_cancel, io_pgetevents and the io_queue_* helpers under the version
+ * nodes LIBAIO_0.1, LIBAIO_0.4 and LIBAIO_0.5 (libaio.map). Binaries linked
+ * before 0.4 call io_getevents(ctx, nr, events, timeout), io_cancel(ctx,
+ * iocb) and io_queue_wait(ctx, timeout) at LIBAIO_0.1; those forms are kept
+ * beside the current ones with .symver, as libaio keeps them.
+ *
+ * Every entry point returns a count, 0 or -errno directly (libaio's
+ * convention, the raw syscall's) and leaves errno as the caller had it.
+ * The compat forms call the static implementations, not the exported
+ * names, so a program's own io_* cannot be interposed between them.
+ */
+#include <errno.h>
+#include <stddef.h>
+
+#include "shim.h"
+
+#define SYMVER(name) __attribute__((symver(name)))
+
+/* libaio's io_callback_t */
+typedef void (*shim_callback_t)(io_context_t ctx, struct iocb *iocb, long res, long res2);
+
+int shim__io_setup(int nr_events, io_context_t *ctxp);
+
+SHIM_API int io_setup(int nr_events, io_context_t *ctxp)
+{
+	int saved = errno, ret = shim__io_setup(nr_events, ctxp);
+
+	errno = saved;
+	return ret;
+}
+
+SHIM_API int io_destroy(io_context_t ctx)
+{
+	int saved = errno, ret = shim__io_destroy(ctx);
+
+	errno = saved;
+	return ret;
+}
+
+SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
+{
+	struct shim_ctx *c;
+	int saved = errno;
+	long ret;
+
+	c = shim__get(ctx);
+	if (!c)
+		return -EINVAL;
+	ret = shim__submit(c, nr, ios);
+	shim__put(c);
+	errno = saved;
+	return (int)ret;
+}
+
+int shim__io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+		       struct timespec *timeout)
+{
+	struct shim_ctx *c;
+	int saved = errno;
+	long ret;
+
+	c = shim__get(ctx);
+	if (!c)
+		return -EINVAL;
+	ret = shim__getevents(c, min_nr, nr, events, timeout, NULL);
+	shim__put(c);
+	errno = saved;
+	return (int)ret;
+}
+
+SHIM_API SYMVER("io_getevents@@LIBAIO_0.4")
+int shim_io_getevents_0_4(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+			  struct timespec *timeout)
+{
+	return shim__io_getevents(ctx, min_nr, nr, events, timeout);
+}
+
+/* The 0.1 form waited for at least one event. */
+SHIM_API SYMVER("io_getevents@LIBAIO_0.1")
+int shim_io_getevents_0_1(io_context_t ctx, long nr, struct io_event *events,
+			  const struct timespec *const timeout)
+{
+	struct timespec t, *tp = NULL;
+
+	if (timeout) {
+		t = *timeout;
+		tp = &t;
+	}
+	return shim__io_getevents(ctx, 1, nr, events, tp);
+}
+
+SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+			   struct timespec *timeout, sigset_t *sigmask)
+{
+	struct shim_ctx *c;
+	int saved = errno;
+	long ret;
+
+	c = shim__get(ctx);
+	if (!c)
+		return -EINVAL;
+	ret = shim__getevents(c, min_nr, nr, events, timeout, sigmask);
+	shim__put(c);
+	errno = saved;
+	return (int)ret;
+}
+
+int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
+{
+	struct shim_ctx *c;
+	int saved = errno, ret;
+
+	/* The kernel no longer fills evt: the event always comes through
+	 * the ring. It first reads aio_key, which submit set to 0. */
+	(void)evt;
+	if (!iocb)
+		return -EFAULT;
+	if (iocb->aio_key != 0)
+		return -EINVAL;
+	c = shim__get(ctx);
+	if (!c)
+		return -EINVAL;
+	ret = shim__cancel(c, iocb);
+	shim__put(c);
+	errno = saved;
+	return ret;
+}
+
+SHIM_API SYMVER("io_cancel@@LIBAIO_0.4")
+int shim_io_cancel_0_4(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
+{
+	return shim__io_cancel(ctx, iocb, evt);
+}
+
+SHIM_API SYMVER("io_cancel@LIBAIO_0.1")
+int shim_io_cancel_0_1(io_context_t ctx, struct iocb *iocb)
+{
+	struct io_event ev;
+
+	return shim__io_cancel(ctx, iocb, &ev);
+}
+
+SHIM_API int io_queue_init(int maxevents, io_context_t *ctxp)
+{
+	int saved = errno, ret = -EINVAL;
+
+	/* libaio clears *ctxp first, so a stale handle is not an error here. */
+	if (maxevents > 0 && ctxp) {
+		*ctxp = NULL;
+		ret = shim__io_setup(maxevents, ctxp);
+	} else if (maxevents > 0) {
+		ret = -EFAULT;
+	}
+	errno = saved;
+	return ret;
+}
+
+SHIM_API int io_queue_release(io_context_t ctx)
+{
+	int saved = errno, ret = shim__io_destroy(ctx);
+
+	errno = saved;
+	return ret;
+}
+
+/* Run the callbacks stored in iocb->data of every event ready now. */
+SHIM_API int io_queue_run(io_context_t ctx)
+{
+	struct timespec zero = { 0, 0 };
+	struct io_event ev;
+	int ret;
+
+	while ((ret = shim__io_getevents(ctx, 0, 1, &ev, &zero)) == 1) {
+		shim_callback_t cb = (shim_callback_t)(uintptr_t)ev.data;
+
+		cb(ctx, (struct iocb *)(uintptr_t)ev.obj, (long)ev.res, (long)ev.res2);
+	}
+	return ret;
+}
+
+/* Wait for completions without reaping any (min_nr = nr = 0 returns at once,
+ * as the kernel's read_events does). */
+SHIM_API SYMVER("io_queue_wait@@LIBAIO_0.4")
+int shim_io_queue_wait_0_4(io_context_t ctx, struct timespec *timeout)
+{
+	return shim__io_getevents(ctx, 0, 0, NULL, timeout);
+}
+
+SHIM_API SYMVER("io_queue_wait@LIBAIO_0.1")
+int shim_io_queue_wait_0_1(io_context_t ctx, struct timespec *timeout)
+{
+	struct timespec t, *tp = NULL;
+
+	if (timeout) {
+		t = *timeout;
+		tp = &t;
+	}
+	return shim__io_getevents(ctx, 0, 0, NULL, tp);
+}

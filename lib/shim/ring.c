@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: the completion ring and waiting for it.
+ *
+ * Completions are published in the kernel's struct aio_ring layout: the
+ * engine's callback (any thread) writes the io_event at tail and stores the
+ * new tail with release under ctx->lock; reapers load tail with acquire,
+ * copy, and store head with release. io_getevents reaps under
+ * ctx->reap_lock; a program may also reap by itself, as it can from the
+ * kernel's ring, without any lock (like the kernel, we trust only
+ * head % nr).
+ *
+ * Slots follow the kernel's reqs_available rule: a request takes a slot at
+ * submit, and its slot comes back only once its event has left the ring.
+ * Because a program can advance head behind our back, the credit is taken
+ * lazily, when a submit finds no slot: what left the ring since the last
+ * look is (unsettled - events now in the ring). Hence in_flight + events in
+ * the ring <= capacity = ring->nr - 1 always, and the ring cannot overflow.
+ *
+ * Waiting sleeps on the futex word ctx->seq, never on a condition variable,
+ * so that a signal handler interrupts io_getevents with -EINTR as the
+ * kernel's does. The wait always has a deadline (an absolute
+ * FUTEX_WAIT_BITSET), because an untimed futex wait is silently restarted
+ * after an SA_RESTART handler, and the kernel's io_getevents never is.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define NSEC 1000000000LL
+/* ktime's limit: a timeout of this many seconds or more never expires. */
+#define KTIME_SEC_MAX (INT64_MAX / NSEC)
+
+static uint32_t ring_count(const struct shim_ring *r, uint32_t head, uint32_t tail)
+{
+	return tail >= head ? tail - head : r->nr - head + tail;
+}
+
+/* Take a free slot, ctx->lock held. */
+static struct shim_slot *slot_pop(struct shim_ctx *c)
+{
+	struct shim_slot *s = c->free;
+
+	if (s) {
+		c->free = s->next_free;
+		return s;
+	}
+	/* Slots never handed out stay untouched, so a large context costs
+	 * only the memory it uses. */
+	if (c->used <= c->capacity)
+		return &c->slots[c->used++];
+	return NULL;
+}
+
+static void slot_push(struct shim_ctx *c, struct shim_slot *s)
+{
+	s->next_free = c->free;
+	c->free = s;
+}
+
+/* Reserve a slot for one request, crediting back what reapers consumed
+ * (the kernel's user_refill_reqs_available). false: the context is full. */
+bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out)
+{
+	struct shim_slot *s;
+
+	pthread_mutex_lock(&c->lock);
+	if (!c->avail) {
+		struct shim_ring *r = c->ring;
+		uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire) % r->nr;
+		uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		uint32_t in_ring = ring_count(r, head, tail);
+
+		/* A program that wrote nonsense into head gets no credit. */
+		if (in_ring <= c->unsettled) {
+			c->avail += c->unsettled - in_ring;
+			c->unsettled = in_ring;
+		}
+	}
+	if (!c->avail || !(s = slot_pop(c))) {
+		pthread_mutex_unlock(&c->lock);
+		return false;
+	}
+	c->avail--;
+	c->in_flight++;
+	s->busy = true;
+	pthread_mutex_unlock(&c->lock);
+	*out = s;
+	return true;
+}
+
+/* Give back a slot whose request was never accepted by the engine. */
+void shim__slot_release(struct shim_ctx *c, struct shim_slot *s)
+{
+	if (s->resfd >= 0)
+		close(s->resfd);
+	s->resfd = -1;
+	if (s->iov != s->iov_inline)
+		free(s->iov);
+	s->iov = s->iov_inline;
+	pthread_mutex_lock(&c->lock);
+	s->busy = false;
+	c->avail++;
+	c->in_flight--;
+	slot_push(c, s);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void futex_wake_all(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void efd_signal(int fd)
+{
+	uint64_t one = 1;
+
+	/* An eventfd write of 1 fails only when the counter is about to
+	 * overflow, and then the reader is already awake. */
+	if (write(fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+/* Wake every sleeper: after a publish, and when the context dies. */
+void shim__wake(struct shim_ctx *c)
+{
+	int efd;
+
+	atomic_fetch_add(&c->seq, 1);
+	if (atomic_load(&c->waiters))
+		futex_wake_all(&c->seq);
+	if (atomic_load(&c->pwaiters) && (efd = atomic_load(&c->efd)) >= 0)
+		efd_signal(efd);
+}
+
+/* The engine's completion callback: publish the event in the ring. */
+void shim__complete(void *arg, const struct fsaio_event *ev)
+{
+	struct shim_ctx *c = arg;
+	struct shim_slot *s = ev->user_data;
+	struct shim_ring *r = c->ring;
+	struct io_event out = {
+		.data = s->data,
+		.obj = s->obj,
+		.res = ev->res,
+		.res2 = ev->res2,
+	};
+	int saved = errno, resfd = s->resfd;
+	uint32_t tail;
+
+	/* The kernel ends a cancelled poll with the events seen then: none. */
+	if (s->opcode == IOCB_CMD_POLL && ev->res == -ECANCELED) {
+		out.res = 0;
+		out.res2 = 0;
+	}
+	if (s->iov != s->iov_inline)
+		free(s->iov);
+	s->iov = s->iov_inline;
+	s->resfd = -1;
+
+	pthread_mutex_lock(&c->lock);
+	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	r->io_events[tail] = out;
+	atomic_store_explicit(&r->tail, (tail + 1) % r->nr, memory_order_release);
+	c->unsettled++;
+	c->in_flight--;
+	s->busy = false;
+	if (s->pinned)
+		s->free_on_unpin = true;
+	else
+		slot_push(c, s);
+	pthread_mutex_unlock(&c->lock);
+
+	/* As the kernel does: the event is in the ring before the eventfd
+	 * says so. The dup taken at submit keeps the eventfd alive even if
+	 * the program closed its own descriptor. */
+	if (resfd >= 0) {
+		efd_signal(resfd);
+		close(resfd);
+	}
+	shim__wake(c);
+	errno = saved;
+}
+
+/* Copy up to nr events out of the ring, reap_lock held. */
+static long reap(struct shim_ctx *c, long nr, struct io_event *out)
+{
+	struct shim_ring *r = c->ring;
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed) % r->nr;
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	long got = 0;
+
+	while (got < nr && head != tail) {
+		uint32_t run = (tail > head ? tail : r->nr) - head;
+
+		if ((long)run > nr - got)
+			run = (uint32_t)(nr - got);
+		memcpy(out + got, &r->io_events[head], run * sizeof(*out));
+		got += run;
+		head = (head + run) % r->nr;
+	}
+	if (got)
+		atomic_store_explicit(&r->head, head, memory_order_release);
+	return got;
+}
+
+static long reap_locked(struct shim_ctx *c, long nr, struct io_event *out)
+{
+	long got;
+
+	if (nr <= 0)
+		return 0;
+	pthread_mutex_lock(&c->reap_lock);
+	got = reap(c, nr, out);
+	pthread_mutex_unlock(&c->reap_lock);
+	return got;
+}
+
+static bool ring_empty(const struct shim_ctx *c)
+{
+	struct shim_ring *r = c->ring;
+
+	return atomic_load_explicit(&r->head, memory_order_relaxed) % r->nr ==
+	       atomic_load_explicit(&r->tail, memory_order_acquire);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * NSEC + t.tv_nsec;
+}
+
+/* The kernel turns the relative timeout into ktime without checking it:
+ * seconds past ktime's range (negative ones included) mean forever, and so
+ * does a sum that comes out negative (measured on 6.18: {0, -5} never
+ * expires); 0 means poll. Returns -1 for forever. */
+static int64_t timeout_ns(const struct timespec *t)
+{
+	int64_t ns;
+
+	if (!t || (uint64_t)t->tv_sec >= (uint64_t)KTIME_SEC_MAX)
+		return -1;
+	ns = (int64_t)t->tv_sec * NSEC + (int64_t)t->tv_nsec;
+	return ns < 0 ? -1 : ns;
+}
+
+/* Sleep until seq moves past seen, the deadline, or a signal: 0, -ETIMEDOUT
+ * or -EINTR. */
+static int wait_seq(struct shim_ctx *c, uint32_t seen, int64_t deadline)
+{
+	struct timespec abs = { .tv_sec = deadline / NSEC, .tv_nsec = deadline % NSEC };
+	long r;
+
+	atomic_fetch_add(&c->waiters, 1);
+	r = syscall(SYS_futex, &c->seq, FUTEX_WAIT_BITSET_PRIVATE, seen, &abs, NULL,
+		    FUTEX_BITSET_MATCH_ANY);
+	atomic_fetch_sub(&c->waiters, 1);
+	if (r < 0 && (errno == EINTR || errno == ETIMEDOUT))
+		return -errno;
+	return 0;
+}
+
+static int efd_get(struct shim_ctx *c)
+{
+	int fd = atomic_load(&c->efd);
+
+	if (fd >= 0)
+		return fd;
+	pthread_mutex_lock(&c->lock);
+	fd = atomic_load(&c->efd);
+	if (fd < 0) {
+		fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+		else
+			atomic_store(&c->efd, fd);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return fd;
+}
+
+/* Sleep in ppoll with the caller's mask in force, as io_pgetevents does.
+ * A waiter that drains the eventfd may have eaten another's wake-up, so
+ * whoever leaves events behind signals again (see shim__getevents). */
+static int wait_efd(int efd, int64_t deadline, const sigset_t *mask)
+{
+	struct pollfd pfd = { .fd = efd, .events = POLLIN };
+	struct timespec rel, *relp = NULL;
+	uint64_t v;
+	int n;
+
+	if (deadline != INT64_MAX) {
+		int64_t left = deadline - mono_ns();
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		rel.tv_sec = left / NSEC;
+		rel.tv_nsec = left % NSEC;
+		relp = &rel;
+	}
+	n = ppoll(&pfd, 1, relp, mask);
+	if (n < 0)
+		return errno == EINTR ? -EINTR : 0;
+	if (n == 0)
+		return -ETIMEDOUT;
+	if (read(efd, &v, sizeof(v)) < 0)
+		return 0;
+	return 0;
+}
+
+/*
+ * io_getevents and io_pgetevents: the kernel's read_events(). Collect events
+ * until min_nr are in hand, the timeout passes, or a signal arrives; a
+ * signal or timeout returns what was collected, and a signal with nothing
+ * collected returns -EINTR. A dead context returns what was collected or
+ * -EINVAL.
+ */
+long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *events,
+		     const struct timespec *timeout, const sigset_t *sigmask)
+{
+	int64_t tmo = timeout_ns(timeout), deadline;
+	long got = 0;
+	int efd = -1;
+
+	if (min_nr < 0 || min_nr > nr)
+		return -EINVAL;
+	if (nr > 0 && !events)
+		return -EFAULT;
+	deadline = tmo < 0 ? INT64_MAX : mono_ns() + tmo;
+	if (tmo != 0 && sigmask) {
+		efd = efd_get(c);
+		if (efd < 0)
+			return efd;
+		atomic_fetch_add(&c->pwaiters, 1);
+	}
+	for (;;) {
+		uint32_t seen = atomic_load(&c->seq);
+		int w;
+
+		got += reap_locked(c, nr - got, events + got);
+		if (got >= min_nr)
+			break;
+		if (atomic_load(&c->dead)) {
+			if (!got)
+				got = -EINVAL;
+			break;
+		}
+		if (tmo == 0 || (deadline != INT64_MAX && mono_ns() >= deadline))
+			break;
+		if (efd >= 0) {
+			w = wait_efd(efd, deadline, sigmask);
+		} else {
+			/* Forever is a deadline far away: only a timed futex
+			 * wait turns a handled signal into EINTR. */
+			w = wait_seq(c, seen, deadline == INT64_MAX ?
+				     mono_ns() + (int64_t)3650 * 86400 * NSEC : deadline);
+		}
+		if (w == -EINTR) {
+			if (!got)
+				got = -EINTR;
+			break;
+		}
+	}
+	if (efd >= 0) {
+		/* Pass on a wake-up this waiter may have drained. */
+		if (atomic_fetch_sub(&c->pwaiters, 1) > 1 && !ring_empty(c))
+			efd_signal(efd);
+	}
+	return got;
+}
