@@ -49,8 +49,24 @@ enum fsaio_opcode {
 
 /* fsaio_req.flags */
 enum {
-	/* Pollable fds (pipes, sockets): complete only when the whole range is
-	 * transferred (or EOF / error), instead of read(2)'s "what is there". */
+	/*
+	 * Pipes, FIFOs, sockets, ttys, eventfds: a read completes only when its
+	 * whole range is filled (or at EOF or an error), instead of read(2)'s
+	 * "what is there". Without it, on those fds:
+	 *  - a read completes with what is available once at least one byte
+	 *    arrived, as read(2) returns;
+	 *  - a write completes when all of it is written, however many times
+	 *    the pipe or socket buffer has to drain first;
+	 *  - EOF (no writer left, peer shut down) completes with the bytes done
+	 *    so far, possibly 0; an error with the bytes done if any, else
+	 *    -errno (-EPIPE; SIGPIPE only if the write was made in the
+	 *    submitting thread, as write(2) raises it);
+	 *  - the offset is ignored; waiting requests hold no thread, and one
+	 *    thread's requests on one fd transfer in submission order;
+	 *  - FSAIO_OP_POLL gives poll(2)'s revents once one of the events holds.
+	 * The caller's O_NONBLOCK is never changed; without RWF_NOWAIT support
+	 * (FIFOs opened by name, ttys) a blocking tty may hold a worker.
+	 */
 	FSAIO_REQ_FULL = 1u << 0,
 };
 

@@ -2,10 +2,11 @@
 /*
  * DESIGN: context lifetime, parameters and fork.
  *
- * A context owns a completion queue (cq.c), a worker pool (pool.c) and the
- * fd facts it has learnt (fdtable.c). Destroy cancels what waits in the
- * pool's queue, lets running retries finish and joins the workers, so no
- * caller buffer is touched after it returns.
+ * A context owns a completion queue (cq.c), a worker pool (pool.c), the
+ * poller where requests on pipes and sockets wait for readiness (poller.c)
+ * and the fd facts it has learnt (fdtable.c). Destroy cancels what waits in
+ * the pool's queue and on the poller, lets running retries finish and joins
+ * the threads, so no caller buffer is touched after it returns.
  *
  * fork(): the child has none of the parent's worker threads and may have
  * inherited locked mutexes. A pthread_atfork child handler bumps
@@ -94,6 +95,7 @@ FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp
 	ret = fsaio__cq_init(&ctx->cq, ctx->complete_cb ? 1 : ctx->depth);
 	if (ret)
 		goto out_fdt;
+	fsaio__poller_init(&ctx->poller);
 	ret = fsaio__pool_init(&ctx->pool, p->workers ? p->workers :
 			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS));
 	if (ret)
@@ -103,6 +105,7 @@ FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp
 	return 0;
 
 out_cq:
+	fsaio__poller_fini(&ctx->poller);
 	fsaio__cq_fini(&ctx->cq);
 out_fdt:
 	fsaio__fdtable_fini(&ctx->fdt);
@@ -123,6 +126,7 @@ FSAIO__API int fsaio_ctx_destroy(fsaio_ctx_t *ctx)
 		 * held by threads that do not exist here. Free memory only. */
 		if (ctx->cq.efd >= 0)
 			close(ctx->cq.efd);
+		fsaio__poller_forget(&ctx->poller);
 		free(ctx->pool.threads);
 		free(ctx->cq.ring);
 		for (unsigned i = 0; i < 1024; i++)
@@ -131,8 +135,11 @@ FSAIO__API int fsaio_ctx_destroy(fsaio_ctx_t *ctx)
 		errno = saved;
 		return 0;
 	}
+	/* The poller first: its thread may hand a remainder to the pool. */
+	fsaio__poller_stop(ctx);
 	fsaio__pool_stop(ctx);
 	fsaio__pool_fini(&ctx->pool);
+	fsaio__poller_fini(&ctx->poller);
 	fsaio__cq_fini(&ctx->cq);
 	fsaio__fdtable_fini(&ctx->fdt);
 	free(ctx);

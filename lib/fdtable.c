@@ -89,8 +89,13 @@ static int learn(int fd, struct fsaio__fdinfo *fi)
 	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
 		fi->flags |= FSAIO__FD_SEEKABLE;
 		fi->kind = (fl & O_DIRECT) ? FSAIO__KIND_DIRECT : FSAIO__KIND_FILE;
-	} else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) {
+	} else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode) ||
+		   !(st.st_mode & S_IFMT)) {
+		/* No file type at all: an anonymous inode (eventfd, timerfd,
+		 * signalfd, inotify...), pollable like a pipe. */
 		fi->kind = FSAIO__KIND_POLLABLE;
+		if (S_ISFIFO(st.st_mode))
+			fi->flags |= FSAIO__FD_FIFO;
 	} else {
 		fi->kind = FSAIO__KIND_BLOCKING;
 	}

@@ -6,7 +6,9 @@
  * once; worker threads (pool.c) run retries. Lock order, outer first:
  *   pool.lock -> cq.lock
  * (cancel holds pool.lock while it completes a request; nothing takes
- * pool.lock while holding cq.lock). fdtable.lock is a leaf.
+ * pool.lock while holding cq.lock). fdtable.lock is a leaf. poller.lock
+ * (poller.c) is a leaf too: the poller completes requests and hands them
+ * to the pool only after releasing it.
  */
 #ifndef FSAIO_INTERNAL_H
 #define FSAIO_INTERNAL_H
@@ -64,6 +66,7 @@ enum {
 	FSAIO__FD_PROBE_NEXT = 1u << 5, /* last inline attempt missed: probe first next time */
 	FSAIO__FD_SEEKABLE = 1u << 6,
 	FSAIO__FD_SYNC = 1u << 7,       /* opened O_SYNC or O_DSYNC: writes wait for the device */
+	FSAIO__FD_FIFO = 1u << 10,      /* a pipe or FIFO: splice reaches it without blocking */
 };
 
 struct fsaio__fdinfo {
@@ -93,6 +96,23 @@ struct fsaio__pool {
 	pthread_t *threads;     /* lock: [max], first nthreads valid */
 };
 
+/* The readiness poller of the pollable method (poller.c). */
+struct fsaio__pfd;
+struct fsaio__poller {
+	pthread_mutex_t lock;
+	struct fsaio__pfd **fds; /* lock: [nfds] by fd number, NULL until used */
+	unsigned nfds;          /* lock */
+	bool started;           /* lock: the thread runs (set once) */
+	bool stopping;          /* lock: destroy began; nothing parks any more */
+	_Atomic bool active;    /* set once something parked; relaxed: a hint
+				 * that lets submitters skip the lock before */
+	pthread_t thread;       /* written under lock before started is set */
+	int epfd, wakefd;       /* -1, then set under lock before the thread
+				 * starts; immutable until fini */
+	int spl[2];             /* the thread's private pipe for FIFO writes:
+				 * only the poller thread touches it; -1 */
+};
+
 struct fsaio__cq {
 	pthread_mutex_t lock;
 	struct fsaio_event *ring; /* lock: [size] */
@@ -120,6 +140,7 @@ struct fsaio_ctx {
 	struct fsaio__fdtable fdt;
 	struct fsaio__pool pool;
 	struct fsaio__cq cq;
+	struct fsaio__poller poller;
 };
 
 /* Inline completions of one submit call, posted together at its end. */
@@ -186,6 +207,23 @@ void fsaio__fd_clear(struct fsaio_ctx *ctx, int fd, uint32_t flags);
 /* probe.c: residency of [off, off+len) */
 enum fsaio__residency { FSAIO__RES_UNKNOWN, FSAIO__RES_COLD, FSAIO__RES_PARTIAL, FSAIO__RES_HOT };
 enum fsaio__residency fsaio__probe(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len);
+
+/* poller.c: parked requests of the pollable method (method_pollable.c) */
+void fsaio__poller_init(struct fsaio__poller *pl);
+/* Park r (state WAITING) until its fd is ready: 0, or -errno and r is the
+ * caller's still (-EPERM: epoll cannot watch the fd). */
+int fsaio__poller_park(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* Requests of r's direction wait on its fd: r must queue behind them. */
+bool fsaio__poller_queued(struct fsaio_ctx *ctx, const struct fsaio_req *r);
+int fsaio__poller_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r);
+void fsaio__poller_stop(struct fsaio_ctx *ctx);     /* destroy: join, cancel */
+void fsaio__poller_fini(struct fsaio__poller *pl);
+void fsaio__poller_forget(struct fsaio__poller *pl); /* forked child: free only */
+/* The poller's non-blocking retry of r's remainder (method_pollable.c): the
+ * event's res, or one of these. */
+#define FSAIO__STEP_AGAIN INT64_MIN             /* would block: wait for readiness */
+#define FSAIO__STEP_POOL (INT64_MIN + 1)        /* only a blocking call will do: a worker */
+int64_t fsaio__pollable_step(struct fsaio_ctx *ctx, struct fsaio_req *r);
 
 /* pool.c */
 int fsaio__pool_init(struct fsaio__pool *p, unsigned max);

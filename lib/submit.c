@@ -23,7 +23,7 @@
 
 const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX] = {
 	[FSAIO__KIND_FILE] = &fsaio__method_file,
-	[FSAIO__KIND_POLLABLE] = &fsaio__method_blocking,
+	[FSAIO__KIND_POLLABLE] = &fsaio__method_pollable,
 	[FSAIO__KIND_DIRECT] = &fsaio__method_blocking,
 	[FSAIO__KIND_BLOCKING] = &fsaio__method_blocking,
 };
