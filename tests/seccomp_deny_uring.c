@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * seccomp_deny_uring [--errno=ENOSYS|EPERM] PROGRAM [ARG...]
+ *
+ * Run PROGRAM with io_uring switched off for real, the way users meet it:
+ * a container's seccomp profile (Docker's default answers EPERM), a kernel
+ * built without it (ENOSYS), or kernel.io_uring_disabled (EPERM). A
+ * seccomp-BPF filter makes io_uring_setup, io_uring_enter and
+ * io_uring_register fail with the chosen errno; the filter is inherited by
+ * every child and kept across exec (no_new_privs), so Criterion's forked
+ * test processes run under it too.
+ *
+ * Before exec it checks that io_uring_setup really fails under the filter,
+ * so a suite run through it cannot pass without having been denied io_uring.
+ * It sets FSAIO_TEST_NO_URING=1 for tests that would otherwise expect the
+ * ring to be used.
+ *
+ * Exit: PROGRAM's status; 1 if the filter could not be installed or did not
+ * take; 127 if PROGRAM could not be run.
+ */
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/io_uring.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Syscall numbers differ between architectures (and ABIs of one CPU), so
+ * the filter first checks that the caller uses the native one; a process of
+ * another ABI is let through (the suites are native binaries). */
+#if defined(__x86_64__) && defined(__ILP32__)
+#error "x32 is not supported"
+#elif defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__i386__)
+#define NATIVE_ARCH AUDIT_ARCH_I386
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__riscv) && __riscv_xlen == 64
+#define NATIVE_ARCH AUDIT_ARCH_RISCV64
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NATIVE_ARCH AUDIT_ARCH_PPC64LE
+#elif defined(__s390x__)
+#define NATIVE_ARCH AUDIT_ARCH_S390X
+#else
+#error "add this architecture's AUDIT_ARCH_ value"
+#endif
+
+#ifndef __NR_io_uring_setup
+#error "the kernel headers know no io_uring: nothing to deny"
+#endif
+
+static int install(int err)
+{
+	/* Jump offsets count from the next instruction: 4 from [1] is the
+	 * ALLOW at [6], 3/2/1 from [3]/[4]/[5] the ERRNO at [7]. */
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	/* Without CAP_SYS_ADMIN a filter needs no_new_privs, which also keeps
+	 * it across exec of set-id programs. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		perror("seccomp_deny_uring: PR_SET_NO_NEW_PRIVS");
+		return -1;
+	}
+	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+		perror("seccomp_deny_uring: SECCOMP_SET_MODE_FILTER");
+		return -1;
+	}
+	return 0;
+}
+
+/* The filter must answer a real io_uring_setup call with err. */
+static int check(int err)
+{
+	struct io_uring_params p;
+	long fd;
+
+	memset(&p, 0, sizeof(p));
+	errno = 0;
+	fd = syscall(__NR_io_uring_setup, 4, &p);
+	if (fd >= 0) {
+		close((int)fd);
+		fprintf(stderr, "seccomp_deny_uring: io_uring_setup still works under the filter\n");
+		return -1;
+	}
+	if (errno != err) {
+		fprintf(stderr, "seccomp_deny_uring: io_uring_setup failed with %s, not %s\n",
+			strerror(errno), strerror(err));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int err = ENOSYS, i = 1;
+
+	if (i < argc && strncmp(argv[i], "--errno=", 8) == 0) {
+		if (strcmp(argv[i] + 8, "EPERM") == 0)
+			err = EPERM;
+		else if (strcmp(argv[i] + 8, "ENOSYS") != 0) {
+			fprintf(stderr, "seccomp_deny_uring: --errno=ENOSYS or --errno=EPERM\n");
+			return 1;
+		}
+		i++;
+	}
+	if (i >= argc) {
+		fprintf(stderr, "usage: seccomp_deny_uring [--errno=ENOSYS|EPERM] PROGRAM [ARG...]\n");
+		return 1;
+	}
+	if (install(err) < 0 || check(err) < 0)
+		return 1;
+	if (setenv("FSAIO_TEST_NO_URING", "1", 1) < 0) {
+		perror("seccomp_deny_uring: setenv");
+		return 1;
+	}
+	execv(argv[i], argv + i);
+	fprintf(stderr, "seccomp_deny_uring: %s: %s\n", argv[i], strerror(errno));
+	return 127;
+}
