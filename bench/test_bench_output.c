@@ -210,6 +210,18 @@ static bool jvalue(struct jv *v)
 	return true;
 }
 
+static void jfree(struct jv *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		jfree(&v->kids[i]);
+		if (v->keys)
+			free(v->keys[i]);
+	}
+	free(v->kids);
+	free(v->keys);
+	free(v->str);
+}
+
 static const struct jv *jget(const struct jv *o, const char *key)
 {
 	if (o->t != J_OBJ)
@@ -334,6 +346,7 @@ Test(bench_output, quick_run_writes_csv_and_json, .timeout = 110)
 		for (unsigned k = 0; k < NMETHODS; k++)
 			cr_assert(seen[k], "case %zu of %s lacks method %s", c, json, methods[k]);
 	}
+	jfree(&root);
 	free(text);
 
 	/* CSV */
