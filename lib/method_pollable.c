@@ -49,7 +49,9 @@
  * trying, so one thread's requests consume and produce bytes in submission
  * order (several submitting threads race as read(2) callers do).
  * Cancel takes a WAITING request off its list: -ECANCELED, res2 the bytes
- * done; -EBUSY while the poller runs it.
+ * done; -EBUSY while the poller runs it. A fd closed while requests wait on
+ * it leaves them waiting (epoll forgets a closed file) until they are
+ * cancelled or the context is destroyed: close only after the events.
  *
  * priv_[3] carries a finished request's res from the poller's lock to its
  * completion; priv_[2] is unused.
