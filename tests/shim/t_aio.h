@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers of the libaio shim's tests.
+ *
+ * Every test here is a real libaio program: it includes Debian's
+ * <libaio.h>, links -laio, and calls io_setup/io_submit/... The same binary
+ * runs twice (tests/shim/meson.build): with libfsaio-libaio.so preloaded
+ * (T_AIO_MODE=shim, or =soname when it is found as libaio.so.1 on
+ * LD_LIBRARY_PATH), and on the real libaio and kernel (T_AIO_MODE=kernel).
+ * A semantic test passing in both modes is the proof that the shim and the
+ * kernel agree; the few tests of what only the shim does skip in kernel
+ * mode, and say why.
+ *
+ * Files live in a directory made under $FSAIO_TEST_BUILDDIR (the build
+ * tree, on disk; never tmpfs), one per test, removed at teardown.
+ */
+#ifndef T_AIO_H
+#define T_AIO_H
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <libaio.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* The kernel's ring header, as fio and libaio read it through io_context_t. */
+struct t_aio_ring {
+	unsigned id, nr, head, tail;
+	unsigned magic, compat_features, incompat_features, header_length;
+	struct io_event events[];
+};
+#define T_RING_MAGIC 0xa10a10a1u
+
+#define T_ERRNO_SENTINEL 4243
+
+/* Run a libaio call with errno set to a sentinel; assert errno survived. */
+#define T_CALL(expr) __extension__({					\
+	errno = T_ERRNO_SENTINEL;					\
+	__typeof__(expr) t_r_ = (expr);					\
+	int t_e_ = errno;						\
+	cr_assert_eq(t_e_, T_ERRNO_SENTINEL, "%s changed errno to %d",	\
+		     #expr, t_e_);					\
+	t_r_;								\
+})
+
+#define T_EXPECT(expr, want) do {					\
+	long long t_got_ = (long long)T_CALL(expr);			\
+	long long t_want_ = (long long)(want);				\
+	cr_assert_eq(t_got_, t_want_, "%s = %lld (%s), want %lld (%s)",	\
+		     #expr, t_got_, t_got_ < 0 ? strerror((int)-t_got_) : "",	\
+		     t_want_, t_want_ < 0 ? strerror((int)-t_want_) : "");	\
+} while (0)
+
+/* A bound for an event that must come; generous for a loaded machine. */
+#define T_WAIT_SEC 30
+
+/* Which libaio this process runs on. */
+bool t_shim(void);
+const char *t_mode(void);
+
+void t_setup(void);
+void t_teardown(void);
+const char *t_dir(void);
+
+/* A file of size bytes of the pattern of seed, O_RDWR, its pages cached. */
+int t_file(size_t size, unsigned seed);
+int t_file_path(size_t size, unsigned seed, char *path, size_t pathlen);
+/* Write back and drop the file's pages from the cache; assert it is cold. */
+void t_cold(int fd);
+/* Pages of [off, off+len) in the page cache (cachestat, or mincore). */
+uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len);
+
+uint8_t t_byte(uint64_t off, unsigned seed);
+void t_fill(void *buf, size_t len, uint64_t off, unsigned seed);
+/* Assert buf holds the pattern of file offset off. */
+void t_check(const void *buf, size_t len, uint64_t off, unsigned seed);
+
+io_context_t t_ctx(int nr);
+int t_submit1(io_context_t ctx, struct iocb *cb);
+/* Reap exactly n events (asserting they come within T_WAIT_SEC). */
+void t_reap(io_context_t ctx, long n, struct io_event *ev);
+/* The event of one iocb: submit it, reap it, return res. */
+long t_do(io_context_t ctx, struct iocb *cb);
+
+/* io_getevents where the real libaio cannot be trusted with the context:
+ * libaio 0.3.113 reads ring->magic through io_context_t before its
+ * syscall, which faults on a destroyed or forked-away (unmapped) ring. On
+ * the kernel, ask the syscall; with the shim, the libaio entry point. */
+long t_getevents_any(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
+		     struct timespec *ts);
+
+/* Stop the test here when the rule is the shim's alone. */
+#define T_SHIM_ONLY(why) do {						\
+	if (!t_shim())							\
+		cr_skip_test("shim only: %s", why);			\
+} while (0)
+
+#endif /* T_AIO_H */

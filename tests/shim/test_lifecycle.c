@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io_destroy waits for what is in flight; fork leaves the child no
+ * contexts; many threads share a context; FSAIO_STATS.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "t_aio.h"
+
+TestSuite(lifecycle, .init = t_setup, .fini = t_teardown);
+
+/* Reads submitted and never reaped have filled their buffers, and writes
+ * have reached the file, when io_destroy returns. */
+Test(lifecycle, destroy_waits_for_in_flight)
+{
+	enum { N = 32, SZ = 256 * 1024 };
+	io_context_t ctx = t_ctx(N + 1);
+	int fd = t_file((size_t)N * SZ, 60);
+	char *buf = malloc((size_t)N * SZ), *w = malloc(SZ), *back = malloc(SZ);
+	struct iocb cb[N + 1], *list[N + 1];
+
+	t_cold(fd);
+	memset(buf, 0, (size_t)N * SZ);
+	for (int i = 0; i < N; i++) {
+		io_prep_pread(&cb[i], fd, buf + (size_t)i * SZ, SZ, (long long)i * SZ);
+		list[i] = &cb[i];
+	}
+	t_fill(w, SZ, (uint64_t)N * SZ, 61);
+	io_prep_pwrite(&cb[N], fd, w, SZ, (long long)N * SZ);
+	list[N] = &cb[N];
+	T_EXPECT(io_submit(ctx, N + 1, list), N + 1);
+	T_EXPECT(io_destroy(ctx), 0);
+	for (int i = 0; i < N; i++)
+		t_check(buf + (size_t)i * SZ, SZ, (uint64_t)i * SZ, 60);
+	cr_assert_eq(pread(fd, back, SZ, (off_t)N * SZ), SZ);
+	t_check(back, SZ, (uint64_t)N * SZ, 61);
+	free(buf);
+	free(w);
+	free(back);
+	close(fd);
+}
+
+static void *wait_forever(void *arg)
+{
+	struct io_event ev;
+
+	return (void *)(intptr_t)io_getevents((io_context_t)arg, 1, 1, &ev, NULL);
+}
+
+/* A thread asleep in io_getevents is woken by io_destroy with -EINVAL. */
+Test(lifecycle, destroy_wakes_sleeper)
+{
+	io_context_t ctx = t_ctx(8);
+	pthread_t th;
+	void *ret;
+
+	cr_assert_eq(pthread_create(&th, NULL, wait_forever, ctx), 0);
+	usleep(100000);
+	T_EXPECT(io_destroy(ctx), 0);
+	pthread_join(th, &ret);
+	cr_assert_eq((intptr_t)ret, -EINVAL);
+}
+
+/* The kernel gives the child none of the parent's contexts. */
+Test(lifecycle, fork_child_has_no_contexts)
+{
+	io_context_t ctx = t_ctx(8), mine;
+	int fd = t_file(8192, 62), status;
+	char buf[4096];
+	struct iocb cb, *list[1] = { &cb };
+	struct io_event ev;
+	struct timespec ms = { 0, 1000000 };
+	pid_t pid;
+
+	io_prep_pread(&cb, fd, buf, sizeof(buf), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int bad = 0;
+
+		bad |= io_submit(ctx, 1, list) != -EINVAL;
+		bad |= (t_getevents_any(ctx, 0, 1, &ev, &ms) != -EINVAL) << 1;
+		bad |= (io_cancel(ctx, &cb, &ev) != -EINVAL) << 2;
+		bad |= (io_destroy(ctx) != -EINVAL) << 3;
+		mine = 0;
+		bad |= (io_setup(4, &mine) != 0) << 4;
+		if (!(bad & 16)) {
+			bad |= (io_submit(mine, 1, list) != 1) << 5;
+			bad |= (io_getevents(mine, 1, 1, &ev, NULL) != 1 || ev.res != 4096) << 6;
+			bad |= (io_destroy(mine) != 0) << 7;
+		}
+		_exit(bad);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 0, "child failures (bits): %#x", WEXITSTATUS(status));
+	/* The parent's context is untouched. */
+	cr_assert_eq(t_do(ctx, &cb), 4096);
+	T_EXPECT(io_destroy(ctx), 0);
+	close(fd);
+}
+
+/* Several threads submit and reap on one context; every request yields
+ * exactly one event with the right data. */
+enum { THREADS = 4, PER = 300, BS = 4096 };
+static io_context_t shared_ctx;
+static int shared_fd;
+static atomic_long reaped;
+static atomic_int errors;
+static char tbuf[THREADS][PER][BS];
+static struct iocb tcb[THREADS][PER];
+
+static void check_events(struct io_event *ev, long n)
+{
+	for (long i = 0; i < n; i++) {
+		struct iocb *o = (struct iocb *)ev[i].obj;
+		long idx = o - &tcb[0][0];
+		uint64_t off = (uint64_t)(uintptr_t)ev[i].data;
+
+		if (idx < 0 || idx >= THREADS * PER || ev[i].res != BS)
+			atomic_fetch_add(&errors, 1);
+		else if (((unsigned char *)tbuf)[(size_t)idx * BS] != t_byte(off, 63))
+			atomic_fetch_add(&errors, 1);
+	}
+	atomic_fetch_add(&reaped, n);
+}
+
+static void *worker(void *arg)
+{
+	long t = (long)(intptr_t)arg;
+	struct io_event ev[16];
+	struct timespec zero = { 0, 0 };
+
+	for (int i = 0; i < PER; i++) {
+		struct iocb *list[1] = { &tcb[t][i] };
+		long off = ((t * PER + i) * 7919L % 2048) * BS;
+		int r;
+
+		io_prep_pread(&tcb[t][i], shared_fd, tbuf[t][i], BS, off);
+		tcb[t][i].data = (void *)(uintptr_t)off;
+		while ((r = io_submit(shared_ctx, 1, list)) == -EAGAIN) {
+			long n = io_getevents(shared_ctx, 0, 16, ev, &zero);
+
+			if (n > 0)
+				check_events(ev, n);
+		}
+		if (r != 1)
+			atomic_fetch_add(&errors, 1);
+		r = io_getevents(shared_ctx, 0, 16, ev, &zero);
+		if (r > 0)
+			check_events(ev, r);
+	}
+	return NULL;
+}
+
+Test(lifecycle, threads_share_a_context)
+{
+	pthread_t th[THREADS];
+	struct io_event ev[64];
+
+	shared_ctx = t_ctx(32);
+	shared_fd = t_file(2048 * BS, 63);
+	posix_fadvise(shared_fd, 0, 1024 * BS, POSIX_FADV_DONTNEED);
+	fsync(shared_fd);
+	posix_fadvise(shared_fd, 0, 1024 * BS, POSIX_FADV_DONTNEED);
+	for (long t = 0; t < THREADS; t++)
+		cr_assert_eq(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t), 0);
+	for (int t = 0; t < THREADS; t++)
+		pthread_join(th[t], NULL);
+	while (atomic_load(&reaped) < THREADS * PER) {
+		long want = THREADS * PER - atomic_load(&reaped);
+		struct timespec ts = { T_WAIT_SEC, 0 };
+		int n = io_getevents(shared_ctx, 1, want < 64 ? want : 64, ev, &ts);
+
+		cr_assert_gt(n, 0, "%ld events missing", want);
+		check_events(ev, n);
+	}
+	cr_assert_eq(atomic_load(&errors), 0);
+	cr_assert_eq(atomic_load(&reaped), THREADS * PER);
+	T_EXPECT(io_destroy(shared_ctx), 0);
+	close(shared_fd);
+}
+
+/* FSAIO_STATS=1: the engine's counters on stderr when a context goes. */
+Test(lifecycle, stats_on_destroy)
+{
+	char path[4096], text[1024] = { 0 };
+	io_context_t ctx;
+	int fd, out, saved;
+	char buf[4096];
+	struct iocb cb;
+
+	T_SHIM_ONLY("FSAIO_STATS is the shim's");
+	ctx = t_ctx(8);
+	fd = t_file(65536, 64);
+	for (int i = 0; i < 3; i++) {
+		io_prep_pread(&cb, fd, buf, sizeof(buf), i * 4096);
+		cr_assert_eq(t_do(ctx, &cb), 4096);
+	}
+	snprintf(path, sizeof(path), "%s/stderr", t_dir());
+	out = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	saved = dup(2);
+	dup2(out, 2);
+	setenv("FSAIO_STATS", "1", 1);
+	T_EXPECT(io_destroy(ctx), 0);
+	dup2(saved, 2);
+	close(saved);
+	cr_assert_gt(pread(out, text, sizeof(text) - 1, 0), 0);
+	close(out);
+	unlink(path);
+	cr_assert(strstr(text, "fsaio: io_context"), "stderr: %s", text);
+	cr_assert(strstr(text, "requests 3,"), "stderr: %s", text);
+	close(fd);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * IOCB_FLAG_RESFD: each event adds exactly 1 to the iocb's eventfd, after
+ * the event is in the ring.
+ */
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "t_aio.h"
+
+TestSuite(resfd, .init = t_setup, .fini = t_teardown);
+
+static uint64_t efd_read(int efd)
+{
+	uint64_t v = 0;
+
+	if (read(efd, &v, sizeof(v)) != sizeof(v))
+		return 0;
+	return v;
+}
+
+Test(resfd, one_per_event)
+{
+	io_context_t ctx = t_ctx(64);
+	int fd = t_file(1 << 20, 30), efd = eventfd(0, EFD_NONBLOCK);
+	static char buf[40][4096];
+	struct iocb cb[40], *list[40];
+	struct io_event ev[40];
+
+	cr_assert_geq(efd, 0);
+	t_cold(fd);
+	/* Hot and cold requests, some without the flag. */
+	for (int i = 0; i < 40; i++) {
+		io_prep_pread(&cb[i], fd, buf[i], 4096, (long long)i * 20000);
+		if (i % 4 != 3)
+			io_set_eventfd(&cb[i], efd);
+		list[i] = &cb[i];
+	}
+	T_EXPECT(io_submit(ctx, 40, list), 40);
+	t_reap(ctx, 40, ev);
+	cr_assert_eq(efd_read(efd), 30);
+	cr_assert_eq(efd_read(efd), 0);
+	T_EXPECT(io_destroy(ctx), 0);
+	close(fd);
+	close(efd);
+}
+
+/* The eventfd says "ready" only once the event can be reaped. */
+Test(resfd, signalled_after_publish)
+{
+	io_context_t ctx = t_ctx(8);
+	int fd = t_file(1 << 20, 31), efd = eventfd(0, 0);
+	char buf[65536];
+	struct iocb cb;
+	struct io_event ev;
+	struct timespec zero = { 0, 0 };
+	struct pollfd pfd = { .fd = efd, .events = POLLIN };
+
+	t_cold(fd);
+	io_prep_pread(&cb, fd, buf, sizeof(buf), 0);
+	io_set_eventfd(&cb, efd);
+	T_EXPECT(t_submit1(ctx, &cb), 1);
+	cr_assert_eq(poll(&pfd, 1, T_WAIT_SEC * 1000), 1);
+	T_EXPECT(io_getevents(ctx, 1, 1, &ev, &zero), 1);
+	cr_assert_eq(ev.res, (long)sizeof(buf));
+	cr_assert_eq(efd_read(efd), 1);
+	T_EXPECT(io_destroy(ctx), 0);
+	close(fd);
+	close(efd);
+}
+
+/* The kernel holds its own reference: the caller may close the eventfd. */
+Test(resfd, caller_may_close_it)
+{
+	io_context_t ctx = t_ctx(8);
+	int fd = t_file(1 << 20, 32), efd = eventfd(0, 0), other;
+	char buf[4096];
+	struct iocb cb;
+	struct io_event ev;
+
+	t_cold(fd);
+	io_prep_pread(&cb, fd, buf, sizeof(buf), 4096 * 100);
+	io_set_eventfd(&cb, efd);
+	T_EXPECT(t_submit1(ctx, &cb), 1);
+	close(efd);
+	/* Whatever takes the number now must not be written to. */
+	other = eventfd(0, EFD_NONBLOCK);
+	t_reap(ctx, 1, &ev);
+	cr_assert_eq(ev.res, 4096);
+	cr_assert_eq(efd_read(other), 0);
+	T_EXPECT(io_destroy(ctx), 0);
+	close(fd);
+	close(other);
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ring behind io_context_t, read directly as fio --userspace_reap and
+ * libaio's own fast path read the kernel's: events appear between head and
+ * tail, and a program that advances head itself frees the slots.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "t_aio.h"
+
+TestSuite(ring, .init = t_setup, .fini = t_teardown);
+
+/* fio's user_io_getevents(), with the orderings the kernel ABI implies. */
+static long user_reap(io_context_t ctx, long max, struct io_event *ev)
+{
+	struct t_aio_ring *r = (void *)ctx;
+	long i = 0;
+
+	while (i < max) {
+		unsigned head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+
+		if (head == __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE))
+			break;
+		ev[i++] = r->events[head];
+		__atomic_store_n(&r->head, (head + 1) % r->nr, __ATOMIC_RELEASE);
+	}
+	return i;
+}
+
+Test(ring, events_readable_from_the_ring)
+{
+	io_context_t ctx = t_ctx(8);
+	struct t_aio_ring *r = (void *)ctx;
+	int fd = t_file(65536, 50);
+	static char buf[4][4096];
+	struct iocb cb[4], *list[4];
+	struct io_event ev[4];
+	struct timespec zero = { 0, 0 };
+	long got = 0;
+
+	for (int i = 0; i < 4; i++) {
+		io_prep_pread(&cb[i], fd, buf[i], 4096, i * 8192);
+		cb[i].data = (void *)(uintptr_t)(i + 1);
+		list[i] = &cb[i];
+	}
+	T_EXPECT(io_submit(ctx, 4, list), 4);
+	/* Cached reads: done when io_submit returned, so in the ring now. */
+	cr_assert_eq(r->magic, T_RING_MAGIC);
+	got = user_reap(ctx, 4, ev);
+	cr_assert_eq(got, 4);
+	for (int i = 0; i < 4; i++) {
+		long k = (struct iocb *)ev[i].obj - cb;
+
+		cr_assert(k >= 0 && k < 4);
+		cr_assert_eq((uintptr_t)ev[i].data, (uintptr_t)k + 1);
+		cr_assert_eq(ev[i].res, 4096);
+		t_check(buf[k], 4096, (uint64_t)k * 8192, 50);
+	}
+	/* What the program reaped is gone for io_getevents. */
+	T_EXPECT(io_getevents(ctx, 0, 4, ev, &zero), 0);
+	cr_assert_eq(r->head, r->tail);
+	T_EXPECT(io_destroy(ctx), 0);
+	close(fd);
+}
+
+/* Reaping through the ring alone gives the slots back: a full context
+ * accepts again, and many rounds wrap the ring. */
+Test(ring, user_reaping_frees_slots)
+{
+	io_context_t ctx = t_ctx(4);
+	struct t_aio_ring *r = (void *)ctx;
+	int fd = t_file(65536, 51);
+	char buf[64];
+	struct iocb *cbs = calloc(r->nr, sizeof(*cbs));
+	struct io_event *ev = calloc(r->nr, sizeof(*ev));
+	unsigned total = 0;
+
+	for (int round = 0; round < 5; round++) {
+		unsigned n = 0;
+		long got = 0;
+		int ret;
+
+		for (;;) {
+			io_prep_pread(&cbs[n], fd, buf, 1, n);
+			ret = T_CALL(t_submit1(ctx, &cbs[n]));
+			if (ret != 1)
+				break;
+			n++;
+			cr_assert_lt(n, r->nr);
+		}
+		cr_assert_eq(ret, -EAGAIN);
+		cr_assert_geq(n, 4);
+		while (got < n) {
+			long k = user_reap(ctx, n - got, ev + got);
+
+			if (!k)
+				usleep(1000);
+			got += k;
+		}
+		for (unsigned i = 0; i < n; i++)
+			cr_assert_eq(ev[i].res, 1);
+		total += n;
+	}
+	cr_assert_gt(total, r->nr, "the ring wrapped");
+	T_EXPECT(io_destroy(ctx), 0);
+	free(cbs);
+	free(ev);
+	close(fd);
+}
+
+/* Cold requests complete later: a program polling the ring sees them arrive. */
+Test(ring, cold_completions_arrive_in_the_ring)
+{
+	io_context_t ctx = t_ctx(32);
+	int fd = t_file(4 << 20, 52);
+	static char buf[16][4096];
+	struct iocb cb[16], *list[16];
+	struct io_event ev[16];
+	long got = 0;
+
+	t_cold(fd);
+	for (int i = 0; i < 16; i++) {
+		io_prep_pread(&cb[i], fd, buf[i], 4096, (long long)i * 256 * 1024);
+		list[i] = &cb[i];
+	}
+	T_EXPECT(io_submit(ctx, 16, list), 16);
+	for (int spins = 0; got < 16; spins++) {
+		got += user_reap(ctx, 16 - got, ev + got);
+		cr_assert_lt(spins, T_WAIT_SEC * 1000, "only %ld of 16 events", got);
+		if (got < 16)
+			usleep(1000);
+	}
+	for (int i = 0; i < 16; i++) {
+		long k = (struct iocb *)ev[i].obj - cb;
+
+		cr_assert_eq(ev[i].res, 4096);
+		t_check(buf[k], 4096, (uint64_t)k * 256 * 1024, 52);
+	}
+	T_EXPECT(io_destroy(ctx), 0);
+	close(fd);
+}

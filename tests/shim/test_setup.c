@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Context lifetime: io_setup's errors, io_destroy, calls on unknown and
+ * destroyed contexts, and errno left alone throughout.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "t_aio.h"
+
+TestSuite(setup, .init = t_setup, .fini = t_teardown);
+
+Test(setup, bad_nr_events)
+{
+	io_context_t ctx = 0;
+
+	T_EXPECT(io_setup(0, &ctx), -EINVAL);
+	T_EXPECT(io_setup(-1, &ctx), -EINVAL);
+	/* Doubled past the kernel's ring limit (0x10000000 bytes of events). */
+	T_EXPECT(io_setup(10 * 1000 * 1000, &ctx), -EINVAL);
+	cr_assert_null(ctx);
+}
+
+Test(setup, more_than_aio_max_nr_is_eagain)
+{
+	io_context_t ctx = 0;
+	char buf[32] = { 0 };
+	long max;
+	int fd = open("/proc/sys/fs/aio-max-nr", O_RDONLY);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	close(fd);
+	max = atol(buf);
+	if (max <= 0 || max >= 4 * 1000 * 1000)
+		cr_skip_test("aio-max-nr is %ld", max);
+	T_EXPECT(io_setup((int)max + 1, &ctx), -EAGAIN);
+	cr_assert_null(ctx);
+}
+
+Test(setup, ctxp_must_be_zero)
+{
+	io_context_t ctx = (io_context_t)0x1234;
+
+	T_EXPECT(io_setup(8, &ctx), -EINVAL);
+	cr_assert_eq((void *)ctx, (void *)0x1234);
+}
+
+Test(setup, bad_ctxp_is_efault)
+{
+	void *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_neq(ro, MAP_FAILED);
+	cr_assert_neq(gone, MAP_FAILED);
+	munmap(gone, 4096);
+	T_EXPECT(io_setup(8, NULL), -EFAULT);
+	T_EXPECT(io_setup(8, gone), -EFAULT);
+	/* Readable (and 0) but not writable: the kernel fails at put_user. */
+	T_EXPECT(io_setup(8, ro), -EFAULT);
+}
+
+Test(setup, destroy_twice)
+{
+	io_context_t ctx = t_ctx(4);
+
+	T_EXPECT(io_destroy(ctx), 0);
+	T_EXPECT(io_destroy(ctx), -EINVAL);
+	T_EXPECT(io_destroy(NULL), -EINVAL);
+}
+
+Test(setup, unknown_context)
+{
+	/* Readable memory that is no context: looked up, never trusted. */
+	static unsigned fake[64] = { 7, 128, 0, 0, 0xa10a10a1, 1, 0, 32 };
+	io_context_t ctx = (io_context_t)fake;
+	struct iocb cb, *list[1] = { &cb };
+	struct io_event ev;
+	struct timespec ts = { 0, 1000000 };
+	char buf[16];
+	int fd = t_file(4096, 3);
+
+	io_prep_pread(&cb, fd, buf, sizeof(buf), 0);
+	T_EXPECT(io_submit(ctx, 1, list), -EINVAL);
+	T_EXPECT(io_getevents(ctx, 1, 1, &ev, &ts), -EINVAL);
+	T_EXPECT(io_cancel(ctx, &cb, &ev), -EINVAL);
+	T_EXPECT(io_destroy(ctx), -EINVAL);
+	T_EXPECT(io_submit(NULL, 1, list), -EINVAL);
+	T_EXPECT(io_getevents(NULL, 1, 1, &ev, &ts), -EINVAL);
+	close(fd);
+}
+
+Test(setup, destroyed_context)
+{
+	io_context_t ctx = t_ctx(4);
+	struct iocb cb, *list[1] = { &cb };
+	struct io_event ev;
+	struct timespec ts = { 0, 1000000 };
+	char buf[16];
+	int fd = t_file(4096, 4);
+
+	T_EXPECT(io_destroy(ctx), 0);
+	io_prep_pread(&cb, fd, buf, sizeof(buf), 0);
+	T_EXPECT(io_submit(ctx, 1, list), -EINVAL);
+	T_EXPECT(t_getevents_any(ctx, 1, 1, &ev, &ts), -EINVAL);
+	T_EXPECT(io_cancel(ctx, &cb, &ev), -EINVAL);
+	close(fd);
+}
+
+Test(setup, many_contexts)
+{
+	io_context_t ctx[64];
+
+	for (int i = 0; i < 64; i++)
+		ctx[i] = t_ctx(1 + i);
+	for (int i = 0; i < 64; i += 2)
+		T_EXPECT(io_destroy(ctx[i]), 0);
+	for (int i = 1; i < 64; i += 2) {
+		struct io_event ev;
+		struct timespec zero = { 0, 0 };
+
+		T_EXPECT(io_getevents(ctx[i], 0, 1, &ev, &zero), 0);
+		T_EXPECT(io_destroy(ctx[i]), 0);
+	}
+}
