@@ -41,6 +41,17 @@ struct t_cachestat {
 };
 
 #define T_MAX_SHM 8
+#define T_MAX_PINS 64
+
+/* Ranges t_make_hot() mapped and locked, so they stay cached (see there). */
+struct t_pin {
+	void *addr;
+	size_t len;
+	dev_t dev;
+	ino_t ino;
+};
+static struct t_pin t_pins[T_MAX_PINS];
+static unsigned t_npins;
 
 static char t_dirpath[PATH_MAX];
 static int t_dirfd = -1;
@@ -77,8 +88,24 @@ void t_setup(void)
 	t_nshm = 0;
 }
 
+static void t_unpin(const struct stat *st)
+{
+	unsigned i = 0;
+
+	while (i < t_npins) {
+		if (st && (t_pins[i].dev != st->st_dev || t_pins[i].ino != st->st_ino)) {
+			i++;
+			continue;
+		}
+		munlock(t_pins[i].addr, t_pins[i].len);
+		munmap(t_pins[i].addr, t_pins[i].len);
+		t_pins[i] = t_pins[--t_npins];
+	}
+}
+
 void t_teardown(void)
 {
+	t_unpin(NULL);
 	for (unsigned i = 0; i < t_nshm; i++)
 		unlink(t_shm[i]);
 	t_nshm = 0;
@@ -275,6 +302,10 @@ uint64_t t_dirty_pages(int fd, uint64_t off, uint64_t len)
 
 void t_make_cold(int fd)
 {
+	struct stat st;
+	cr_assert_eq(fstat(fd, &st), 0);
+	/* Pages pinned by t_make_hot are mapped, and DONTNEED leaves those. */
+	t_unpin(&st);
 	cr_assert_eq(fsync(fd), 0, "fsync: %s", strerror(errno));
 	/* DONTNEED skips pages that are momentarily locked or referenced; a few
 	 * rounds settle that, and cachestat says when it is really done. */
@@ -290,6 +321,15 @@ void t_make_cold(int fd)
 		       (unsigned long long)cached);
 }
 
+/*
+ * Hot must stay hot for the length of a test, and on some machines it does
+ * not by itself: proactive reclaim (DAMON "pageout" schemes, as on this
+ * workplace's VMs) evicts page cache in physical regions it deems idle,
+ * fresh pages included. So the range is also mapped and mlock()ed, which
+ * makes its pages unevictable until t_make_cold() or t_teardown() unpins
+ * them. Mapping it with MADV_RANDOM faults in exactly the pages of the range
+ * (no read-around), like the FADV_RANDOM reads before it.
+ */
 void t_make_hot(int fd, uint64_t off, uint64_t len)
 {
 	struct stat st;
@@ -314,6 +354,17 @@ void t_make_hot(int fd, uint64_t off, uint64_t len)
 		cr_assert_gt(pread(rfd, buf, pg, (off_t)o), 0, "pread %llu: %s",
 			     (unsigned long long)o, strerror(errno));
 	free(buf);
+
+	if (t_npins < T_MAX_PINS) {
+		size_t maplen = (size_t)(end - start);
+		void *m = mmap(NULL, maplen, PROT_READ, MAP_SHARED, rfd, (off_t)start);
+		cr_assert_neq(m, MAP_FAILED, "mmap: %s", strerror(errno));
+		madvise(m, maplen, MADV_RANDOM);
+		if (mlock(m, maplen) == 0)
+			t_pins[t_npins++] = (struct t_pin){ m, maplen, st.st_dev, st.st_ino };
+		else
+			munmap(m, maplen);  /* no CAP_IPC_LOCK: cached, not pinned */
+	}
 	close(rfd);
 
 	uint64_t want = (end - start + pg - 1) / pg;
@@ -329,6 +380,17 @@ fsaio_ctx_t *t_ctx(const struct fsaio_params *p)
 	cr_assert_eq(r, 0, "fsaio_ctx_create: %d (%s)", r, strerror(-r));
 	cr_assert_not_null(ctx);
 	return ctx;
+}
+
+fsaio_ctx_t *t_pool_ctx(const struct fsaio_params *p)
+{
+	struct fsaio_params q = { 0 };
+
+	if (p)
+		q = *p;
+	cr_assert(q.miss_backend == FSAIO_BACKEND_AUTO || q.miss_backend == FSAIO_BACKEND_THREADS);
+	q.miss_backend = FSAIO_BACKEND_THREADS;
+	return t_ctx(&q);
 }
 
 void t_ctx_destroy(fsaio_ctx_t *ctx)
@@ -489,7 +551,7 @@ void t_saturate(struct t_sat *s, const struct fsaio_params *p)
 	cr_assert(p && p->workers == 1, "t_saturate needs a one-worker context");
 	t_blocker_init(&s->blk);
 	cr_assert_eq(s->blk.len, sizeof(s->content), "the suite assumes 4 KiB pages");
-	s->ctx = t_ctx(p);
+	s->ctx = t_pool_ctx(p);
 	s->wfd = t_tmpfile(0, 0);
 	fsaio_prep_pwrite(&s->breq, s->wfd, s->blk.page, s->blk.len, 0);
 	s->breq.rw_flags = RWF_DSYNC;

@@ -86,11 +86,16 @@ uint64_t t_dirty_pages(int fd, uint64_t off, uint64_t len);
 /* fsync + POSIX_FADV_DONTNEED, then assert that no page of the file is cached. */
 void t_make_cold(int fd);
 /* Bring exactly the pages of [off, off+len) into the cache (no readahead
- * beyond them) and assert that they are all cached. */
+ * beyond them), pin them there until t_make_cold() of the same file or the
+ * end of the test, and assert that they are all cached. */
 void t_make_hot(int fd, uint64_t off, uint64_t len);
 
 /* Context and call wrappers that assert success and errno untouched. */
 fsaio_ctx_t *t_ctx(const struct fsaio_params *p);
+/* A context whose misses go to the worker pool (FSAIO_BACKEND_THREADS):
+ * for the tests that assert the pool's counters (queued, bytes_worker,
+ * pool_queue_len), which another backend would not touch. */
+fsaio_ctx_t *t_pool_ctx(const struct fsaio_params *p);
 void t_ctx_destroy(fsaio_ctx_t *ctx);
 void t_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr);
 void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req);
@@ -136,7 +141,8 @@ void t_blocker_fini(struct t_blocker *b);
  * RWF_DSYNC write from the blocker page (such a write always goes to a
  * worker, so the submitter never touches the page itself), faults and stays
  * blocked until t_sat_unblock(). Everything the context then hands to the
- * pool stays queued, deterministically. p must ask for workers = 1.
+ * pool stays queued, deterministically. p must ask for workers = 1; misses
+ * go to the pool (FSAIO_BACKEND_THREADS) whatever p says.
  */
 struct t_sat {
 	fsaio_ctx_t *ctx;

@@ -4,7 +4,8 @@
  * range completes in the submitting thread, a cold one goes to the pool, a
  * half-cached one is done inline up to the first missing page and the worker
  * finishes the rest. The stats say which path was taken; the data must be
- * right whichever it was.
+ * right whichever it was. Tests that count the pool's work ask for the
+ * threads backend; the others let the engine choose.
  */
 #include "t_helpers.h"
 
@@ -57,7 +58,7 @@ Test(basic, cold_read_goes_to_pool)
 {
 	int fd = t_tmpfile(2 * MiB, 2);
 	t_make_cold(fd);
-	fsaio_ctx_t *ctx = t_ctx(NULL);
+	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 
 	size_t len = 256 * KiB;
 	uint64_t off = 300001;
@@ -91,44 +92,72 @@ Test(basic, cold_read_goes_to_pool)
 	free(buf);
 }
 
-/* The cached prefix is done inline and only the remainder is queued. */
+/*
+ * The cached prefix is done inline and only the remainder is queued.
+ *
+ * The inline attempt that stops at the first missing page also starts the
+ * kernel's readahead of the rest; if the submitting thread is then
+ * descheduled long enough for that I/O to finish, the engine's next NOWAIT
+ * attempt legitimately finds the rest cached and completes inline. That is
+ * the kernel winning a race, not the engine's choice, so such a round is
+ * checked for what it is and the scenario is set up again; the partial path
+ * must show up within a few rounds.
+ */
+#define HALF_ROUNDS 5
+
 static void half_cached(uint64_t hot_off, uint64_t hot_len, uint64_t off, size_t len)
 {
 	int fd = t_tmpfile(1 * MiB, 3);
-	t_make_cold(fd);
-	t_make_hot(fd, hot_off, hot_len);
-	/* The setup itself must be what the test claims: nothing cached past
-	 * the prefix, or the "remainder" would not need a worker. */
-	cr_assert_eq(t_cached_pages(fd, hot_off + hot_len, 0), 0);
-
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	uint8_t *buf = malloc(len);
-	struct fsaio_req req;
-	fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
-	t_submit1(ctx, &req);
-
-	struct fsaio_event ev;
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.req, &req);
-	cr_assert_eq(ev.res, (int64_t)len);
-	cr_assert_eq(ev.res2, 0);
-	t_check_pattern(buf, len, off, 3);
-
 	uint64_t prefix = hot_off + hot_len - off;
-	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.requests, 1);
-	cr_assert_eq(st.partial_inline, 1);
-	cr_assert_eq(st.queued, 1);
-	cr_assert_eq(st.completed_inline, 0);
-	/* The kernel may have finished readahead of a page or two past the
-	 * prefix by the time the inline attempt reached it, never all of it. */
-	cr_assert_geq(st.bytes_inline, prefix, "bytes_inline %llu < cached prefix %llu",
-		      (unsigned long long)st.bytes_inline, (unsigned long long)prefix);
-	cr_assert_lt(st.bytes_inline, len);
-	cr_assert_gt(st.bytes_worker, 0);
-	cr_assert_eq(st.bytes_inline + st.bytes_worker, len);
-	cr_assert_geq(st.retries, 1);
-	t_ctx_destroy(ctx);
+	bool partial_seen = false;
+
+	for (int round = 0; round < HALF_ROUNDS && !partial_seen; round++) {
+		t_make_cold(fd);
+		t_make_hot(fd, hot_off, hot_len);
+		/* The setup itself must be what the test claims: nothing cached
+		 * past the prefix, or the "remainder" would not need a worker. */
+		cr_assert_eq(t_cached_pages(fd, hot_off + hot_len, 0), 0);
+
+		fsaio_ctx_t *ctx = t_pool_ctx(NULL);
+		memset(buf, 0, len);
+		struct fsaio_req req;
+		fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
+		t_submit1(ctx, &req);
+
+		struct fsaio_event ev;
+		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.req, &req);
+		cr_assert_eq(ev.res, (int64_t)len);
+		cr_assert_eq(ev.res2, 0);
+		t_check_pattern(buf, len, off, 3);
+
+		struct fsaio_stats st = t_stats(ctx);
+		cr_assert_eq(st.requests, 1);
+		if (st.partial_inline == 0 && st.completed_inline == 1) {
+			cr_assert_eq(st.bytes_inline, len, "completed inline, but not all inline");
+			cr_assert_eq(st.queued, 0);
+			t_ctx_destroy(ctx);
+			continue;
+		}
+		partial_seen = true;
+		cr_assert_eq(st.partial_inline, 1, "round %d: ci %llu pi %llu q %llu bi %llu bw %llu",
+			     round, (unsigned long long)st.completed_inline,
+			     (unsigned long long)st.partial_inline, (unsigned long long)st.queued,
+			     (unsigned long long)st.bytes_inline, (unsigned long long)st.bytes_worker);
+		cr_assert_eq(st.queued, 1);
+		cr_assert_eq(st.completed_inline, 0);
+		/* The kernel may have finished readahead of a page or two past the
+		 * prefix by the time the inline attempt reached it, never all. */
+		cr_assert_geq(st.bytes_inline, prefix, "bytes_inline %llu < cached prefix %llu",
+			      (unsigned long long)st.bytes_inline, (unsigned long long)prefix);
+		cr_assert_lt(st.bytes_inline, len);
+		cr_assert_gt(st.bytes_worker, 0);
+		cr_assert_eq(st.bytes_inline + st.bytes_worker, len);
+		cr_assert_geq(st.retries, 1);
+		t_ctx_destroy(ctx);
+	}
+	cr_assert(partial_seen, "%d rounds, none took the partial-inline path", HALF_ROUNDS);
 	free(buf);
 }
 
@@ -151,7 +180,7 @@ Test(basic, cached_tail_only_goes_to_pool)
 	t_make_hot(fd, 128 * KiB, 128 * KiB);
 	cr_assert_eq(t_cached_pages(fd, 0, 128 * KiB), 0);
 
-	fsaio_ctx_t *ctx = t_ctx(NULL);
+	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	size_t len = 256 * KiB;
 	uint8_t *buf = malloc(len);
 	struct fsaio_req req;
@@ -181,7 +210,7 @@ Test(basic, mixed_batch)
 	for (uint64_t o = 0; o < fsize; o += 128 * KiB)
 		t_make_hot(fd, o, 64 * KiB);
 
-	fsaio_ctx_t *ctx = t_ctx(NULL);
+	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	uint8_t *bufs = malloc((size_t)N * LEN);
 	struct fsaio_req reqs[N];
 	struct fsaio_req *rp[N];
@@ -220,7 +249,7 @@ Test(basic, no_inline_flag_queues_hot_reads)
 	int fd = t_tmpfile(256 * KiB, 6);
 	t_make_hot(fd, 0, 256 * KiB);
 	struct fsaio_params p = { .flags = FSAIO_CTX_NO_INLINE };
-	fsaio_ctx_t *ctx = t_ctx(&p);
+	fsaio_ctx_t *ctx = t_pool_ctx(&p);
 
 	uint8_t buf[8192];
 	struct fsaio_req req;
@@ -245,7 +274,7 @@ Test(basic, no_probe_flag_skips_probe)
 	int fd = t_tmpfile(2 * MiB, 7);
 	t_make_cold(fd);
 	struct fsaio_params p = { .flags = FSAIO_CTX_NO_PROBE };
-	fsaio_ctx_t *ctx = t_ctx(&p);
+	fsaio_ctx_t *ctx = t_pool_ctx(&p);
 
 	size_t len = 256 * KiB;
 	uint8_t *buf = malloc(len);

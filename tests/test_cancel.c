@@ -100,17 +100,31 @@ Test(cancel, partial_progress_in_res2)
 	t_saturate(&s, &p);
 
 	int fd = t_tmpfile(1 * MiB, 91);
-	t_make_cold(fd);
-	t_make_hot(fd, 0, 128 * KiB);
 	size_t len = 512 * KiB;
 	uint8_t *buf = malloc(len);
 	struct fsaio_req req;
-	fsaio_prep_pread(&req, fd, buf, len, 1000);
-	t_submit1(s.ctx, &req);
-	struct fsaio_stats st = t_stats(s.ctx);
-	cr_assert_eq(st.partial_inline, 1);
+	struct fsaio_stats st;
+	uint64_t inline_before = 0;
+	/* A round where the kernel's readahead finished the remainder before
+	 * the engine looked again completes inline (see test_basic): then there
+	 * is nothing to cancel, and the scenario is set up again. */
+	for (int round = 0;; round++) {
+		cr_assert_lt(round, 5, "5 rounds, none left a remainder queued");
+		t_make_cold(fd);
+		t_make_hot(fd, 0, 128 * KiB);
+		fsaio_prep_pread(&req, fd, buf, len, 1000);
+		t_submit1(s.ctx, &req);
+		st = t_stats(s.ctx);
+		if (st.partial_inline == 1)
+			break;
+		cr_assert_eq(st.pool_queue_len, 0);
+		struct fsaio_event ev;
+		t_reap_all(s.ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.res, (int64_t)len, "round %d: neither partial nor complete", round);
+		inline_before = st.bytes_inline;
+	}
 	cr_assert_eq(st.pool_queue_len, 1);
-	uint64_t inline_bytes = st.bytes_inline;
+	uint64_t inline_bytes = st.bytes_inline - inline_before;
 	cr_assert_geq(inline_bytes, 128 * KiB - 1000);
 
 	T_ASSERT_RET(fsaio_cancel(s.ctx, &req), 0);

@@ -2,8 +2,8 @@
 /*
  * End of file: a read that reaches EOF completes short with exactly the bytes
  * that exist, one that starts at or past EOF completes with 0, whichever path
- * (inline, worker, or both) carries it. Bytes of the buffer past what was
- * read must stay untouched.
+ * (inline, worker, io_uring, or inline and then another) carries it. Bytes
+ * of the buffer past what was read must stay untouched.
  */
 #include "t_helpers.h"
 
@@ -35,32 +35,46 @@ static int prepare(unsigned seed, enum cache c)
 	return fd;
 }
 
-/* Read [off, off+len) and assert res == want, the data, and the sentinel
- * beyond what was read. */
+/* Read [off, off+len) through each miss backend and assert res == want, the
+ * data, and the sentinel beyond what was read; with the pool, also that the
+ * byte counters account for exactly what was read. */
 static void read_expect(enum cache c, uint64_t off, size_t len, int64_t want)
 {
+	static const uint32_t backends[] = {
+		FSAIO_BACKEND_THREADS, FSAIO_BACKEND_AUTO, FSAIO_BACKEND_URING,
+	};
 	unsigned seed = 10 + (unsigned)c;
 	int fd = prepare(seed, c);
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	uint8_t *buf = malloc(len + 64);
-	memset(buf, SENT, len + 64);
 
-	struct fsaio_req req;
-	fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
-	t_submit1(ctx, &req);
-	struct fsaio_event ev;
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.req, &req);
-	cr_assert_eq(ev.res, want, "cache %d, read %zu at %llu: res %lld, want %lld", c, len,
-		     (unsigned long long)off, (long long)ev.res, (long long)want);
-	cr_assert_eq(ev.res2, 0);
-	t_check_pattern(buf, (size_t)want, off, seed);
-	t_check_bytes(buf + want, len + 64 - (size_t)want, SENT);
+	for (unsigned k = 0; k < sizeof(backends) / sizeof(backends[0]); k++) {
+		if (k) {
+			close(fd);
+			fd = prepare(seed, c);
+		}
+		struct fsaio_params p = { .miss_backend = backends[k] };
+		fsaio_ctx_t *ctx = t_ctx(&p);
+		memset(buf, SENT, len + 64);
+		struct fsaio_req req;
+		fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
+		t_submit1(ctx, &req);
+		struct fsaio_event ev;
+		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.req, &req);
+		cr_assert_eq(ev.res, want, "backend %u, cache %d, read %zu at %llu: res %lld, want %lld",
+			     backends[k], c, len, (unsigned long long)off, (long long)ev.res,
+			     (long long)want);
+		cr_assert_eq(ev.res2, 0);
+		t_check_pattern(buf, (size_t)want, off, seed);
+		t_check_bytes(buf + want, len + 64 - (size_t)want, SENT);
 
-	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.requests, 1);
-	cr_assert_eq(st.bytes_inline + st.bytes_worker, (uint64_t)want);
-	t_ctx_destroy(ctx);
+		struct fsaio_stats st = t_stats(ctx);
+		cr_assert_eq(st.requests, 1);
+		if (backends[k] == FSAIO_BACKEND_THREADS)
+			cr_assert_eq(st.bytes_inline + st.bytes_worker, (uint64_t)want);
+		t_ctx_destroy(ctx);
+	}
+	close(fd);
 	free(buf);
 }
 

@@ -156,7 +156,7 @@ Test(fork, child_gets_einval_parent_keeps_working)
 	uint64_t fsize = 1 * MiB;
 	int fd = t_tmpfile(fsize, 160);
 	t_make_cold(fd);
-	fsaio_ctx_t *ctx = t_ctx(NULL);
+	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	/* Use the context first, so it has workers, fd facts and an eventfd. */
 	cr_assert_geq(T_CALL(fsaio_event_fd(ctx)), 0);
 	parent_still_works(ctx, fd, 160);

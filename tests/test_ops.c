@@ -33,7 +33,7 @@ Test(ops, pread_pwrite)
 {
 	int fd = t_tmpfile(1 * MiB, 40);
 	t_make_cold(fd);
-	fsaio_ctx_t *ctx = t_ctx(NULL);
+	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	enum { LEN = 40000 };
 	uint8_t src[LEN], dst[LEN];
 
@@ -100,7 +100,7 @@ static void sync_op(int op)
 {
 	int fd = t_tmpfile(1 * MiB, 44);
 	cr_assert_gt(t_dirty_pages(fd, 0, 0), 0, "the fresh file should have dirty pages");
-	fsaio_ctx_t *ctx = t_ctx(NULL);
+	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	struct fsaio_req req;
 	if (op == FSAIO_OP_FSYNC)
 		fsaio_prep_fsync(&req, fd);
@@ -274,17 +274,28 @@ Test(ops, caller_nowait_hot_and_half)
 	cr_assert_eq(run1(ctx, &req).res, 100 * KiB);
 	t_check_pattern(buf, 100 * KiB, 10 * KiB, 53);
 
-	fsaio_prep_pread(&req, fd, buf, len, 0);
-	req.rw_flags = RWF_NOWAIT;
-	struct fsaio_event ev = run1(ctx, &req);
-	cr_assert_geq(ev.res, 128 * KiB, "half-cached RWF_NOWAIT: res %lld", (long long)ev.res);
-	cr_assert_lt(ev.res, (int64_t)len);
-	t_check_pattern(buf, (size_t)ev.res, 0, 53);
+	/* Half-cached: the cached prefix and no more, unless the readahead the
+	 * attempt started finished before the engine looked again (the kernel
+	 * winning a race, see test_basic): then set up and try again. */
+	bool partial_seen = false;
+	for (int round = 0; round < 5 && !partial_seen; round++) {
+		if (round) {
+			t_make_cold(fd);
+			t_make_hot(fd, 0, 128 * KiB);
+		}
+		fsaio_prep_pread(&req, fd, buf, len, 0);
+		req.rw_flags = RWF_NOWAIT;
+		struct fsaio_event ev = run1(ctx, &req);
+		cr_assert_geq(ev.res, 128 * KiB, "half-cached RWF_NOWAIT: res %lld", (long long)ev.res);
+		cr_assert_leq(ev.res, (int64_t)len);
+		t_check_pattern(buf, (size_t)ev.res, 0, 53);
+		partial_seen = ev.res < (int64_t)len;
+	}
+	cr_assert(partial_seen, "5 rounds, none returned the cached prefix only");
 
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.queued, 0);
 	cr_assert_eq(st.partial_inline, 0);
-	cr_assert_eq(st.completed_inline, 1);
 	cr_assert_eq(st.bytes_worker, 0);
 	t_ctx_destroy(ctx);
 	free(buf);
@@ -317,7 +328,7 @@ Test(ops, tmpfs_read_write)
 {
 	size_t size = 1 * MiB + 333;
 	int fd = t_shmfile(size, 56);
-	fsaio_ctx_t *ctx = t_ctx(NULL);
+	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	enum { N = 8, LEN = 50000 };
 	static uint8_t bufs[N][LEN];
 	struct fsaio_req reqs[N], *rp[N];

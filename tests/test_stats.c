@@ -35,8 +35,8 @@ Test(stats, fresh_context_is_zero)
 	t_ctx_destroy(ctx);
 }
 
-/* Hot reads never need a worker: none is started for them. */
-Test(stats, hot_reads_start_no_worker)
+/* Hot reads complete in the submitter, every one of them. */
+Test(stats, hot_reads_all_inline)
 {
 	int fd = t_tmpfile(1 * MiB, 180);
 	t_make_hot(fd, 0, 1 * MiB);
@@ -56,7 +56,7 @@ Test(stats, hot_reads_start_no_worker)
 	cr_assert_eq(st.completed_inline, N);
 	cr_assert_eq(st.queued, 0);
 	cr_assert_eq(st.bytes_inline, (uint64_t)N * LEN);
-	cr_assert_eq(st.pool_threads, 0);
+	cr_assert_eq(st.bytes_worker, 0);
 	t_ctx_destroy(ctx);
 	free(bufs);
 }
@@ -69,7 +69,7 @@ Test(stats, counters_add_up)
 	t_make_cold(fd);
 	for (uint64_t o = 0; o < fsize; o += 256 * KiB)
 		t_make_hot(fd, o, 96 * KiB);
-	fsaio_ctx_t *ctx = t_ctx(NULL);
+	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	enum { N = 48 };
 	static uint8_t bufs[N][128 * 1024];
 	struct fsaio_req reqs[N], *rp[N];
@@ -109,7 +109,7 @@ Test(stats, probe_counts)
 	int fd = t_tmpfile(2 * MiB, 182);
 	t_make_cold(fd);
 	t_make_hot(fd, 0, 256 * KiB);
-	fsaio_ctx_t *ctx = t_ctx(NULL);
+	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	static uint8_t buf[256 * 1024];
 	struct fsaio_req req;
 	struct fsaio_event ev;
@@ -143,7 +143,7 @@ Test(stats, probe_counts)
  */
 static void check_worker_limit(const struct fsaio_params *p, unsigned limit)
 {
-	fsaio_ctx_t *ctx = t_ctx(p);
+	fsaio_ctx_t *ctx = t_pool_ctx(p);
 	struct t_blocker blk[8];
 	struct fsaio_req reqs[8], *rp[8];
 	int fds[8];

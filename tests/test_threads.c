@@ -163,14 +163,14 @@ static void prepare(struct worker *w, int id)
 	}
 }
 
-Test(threads, four_threads_submit_and_reap)
+static void four_threads(uint32_t backend)
 {
 	g_rfd = t_tmpfile(RSIZE, RSEED);
 	t_make_cold(g_rfd);
 	for (uint64_t o = 0; o < RSIZE; o += 512 * KiB)
 		t_make_hot(g_rfd, o, 256 * KiB);
 	g_wfd = t_tmpfile(0, 0);
-	struct fsaio_params p = { .queue_depth = 64, .workers = 8 };
+	struct fsaio_params p = { .queue_depth = 64, .workers = 8, .miss_backend = backend };
 	g_ctx = t_ctx(&p);
 
 	for (int t = 0; t < NTHREADS; t++)
@@ -199,6 +199,16 @@ Test(threads, four_threads_submit_and_reap)
 	t_ctx_destroy(g_ctx);
 	for (int t = 0; t < NTHREADS; t++)
 		free(g_w[t].mem);
+}
+
+Test(threads, four_threads_submit_and_reap)
+{
+	four_threads(FSAIO_BACKEND_AUTO);
+}
+
+Test(threads, four_threads_submit_and_reap_pool)
+{
+	four_threads(FSAIO_BACKEND_THREADS);
 }
 
 /* Threads that only reap, blocked in getevents with no timeout, while the
