@@ -114,6 +114,8 @@ enum {
 	FSAIO_CTX_NO_INLINE = 1u << 0,
 	/* Never call the residency probe before the inline attempt. */
 	FSAIO_CTX_NO_PROBE = 1u << 1,
+	/* No readahead of the engine's own (upfront or stream): for comparisons. */
+	FSAIO_CTX_NO_READAHEAD = 1u << 2,
 };
 
 /*
@@ -153,7 +155,12 @@ struct fsaio_stats {
 	uint64_t probe_calls;       /* residency probes made */
 	uint64_t probe_cold;        /* probes that sent a request straight to the pool */
 	uint64_t cancelled;         /* completed with -ECANCELED */
-	uint64_t reserved[20];
+	uint64_t readahead_calls;   /* readahead(2) calls made by workers (upfront and stream) */
+	uint64_t prefetched_bytes;  /* bytes those calls asked for */
+	uint64_t stream_hits;       /* reads of a detected sequential stream completed inline */
+	uint64_t uring_submissions; /* SQEs submitted to the context's io_uring ring */
+	uint64_t bytes_uring;       /* transferred through io_uring */
+	uint64_t reserved[15];
 };
 
 /* Create a context; p may be NULL for defaults. 0 or -EINVAL, -ENOMEM, -EMFILE, ... */
@@ -183,6 +190,11 @@ FSAIO_API int fsaio_event_fd(fsaio_ctx_t *ctx);
 
 /* Snapshot the context's counters. 0 or -EINVAL. */
 FSAIO_API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st);
+
+/* Say how fd will be read: POSIX_FADV_NORMAL, _RANDOM (no stream readahead)
+ * or _SEQUENTIAL (prefetch from the first read); also given to the kernel
+ * as posix_fadvise(fd, 0, 0, advice). 0, -EINVAL or -EBADF. */
+FSAIO_API int fsaio_fadvise(fsaio_ctx_t *ctx, int fd, int advice);
 
 /* Prep helpers: fill a request and clear the engine's private part. */
 static inline void fsaio_prep__(struct fsaio_req *r, int op, int fd, void *buf,

@@ -76,7 +76,8 @@ FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp
 			return -EINVAL;
 	if (p->queue_depth > MAX_DEPTH || p->workers > MAX_WORKERS ||
 	    p->miss_backend > FSAIO_BACKEND_URING ||
-	    (p->flags & ~(uint32_t)(FSAIO_CTX_NO_INLINE | FSAIO_CTX_NO_PROBE)))
+	    (p->flags & ~(uint32_t)(FSAIO_CTX_NO_INLINE | FSAIO_CTX_NO_PROBE |
+			      FSAIO_CTX_NO_READAHEAD)))
 		return -EINVAL;
 
 	pthread_once(&atfork_once, register_atfork);
@@ -88,6 +89,7 @@ FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp
 	ctx->flags = p->flags;
 	ctx->complete_cb = p->complete;
 	ctx->complete_arg = p->complete_arg;
+	ctx->backend = fsaio__backend_param(p->miss_backend);
 
 	ret = fsaio__fdtable_init(&ctx->fdt);
 	if (ret)
@@ -100,10 +102,15 @@ FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp
 			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS));
 	if (ret)
 		goto out_cq;
+	ret = fsaio__ra_init(ctx);
+	if (ret)
+		goto out_pool;
 	*ctxp = ctx;
 	errno = saved;
 	return 0;
 
+out_pool:
+	fsaio__pool_fini(&ctx->pool);
 out_cq:
 	fsaio__poller_fini(&ctx->poller);
 	fsaio__cq_fini(&ctx->cq);
@@ -126,7 +133,9 @@ FSAIO__API int fsaio_ctx_destroy(fsaio_ctx_t *ctx)
 		 * held by threads that do not exist here. Free memory only. */
 		if (ctx->cq.efd >= 0)
 			close(ctx->cq.efd);
+		fsaio__uring_forget(ctx);
 		fsaio__poller_forget(&ctx->poller);
+		fsaio__ra_fini(ctx);
 		free(ctx->pool.threads);
 		free(ctx->cq.ring);
 		for (unsigned i = 0; i < 1024; i++)
@@ -135,9 +144,12 @@ FSAIO__API int fsaio_ctx_destroy(fsaio_ctx_t *ctx)
 		errno = saved;
 		return 0;
 	}
-	/* The poller first: its thread may hand a remainder to the pool. */
+	/* The ring and the poller first: their threads may hand a remainder
+	 * to the pool. */
+	fsaio__uring_stop(ctx);
 	fsaio__poller_stop(ctx);
 	fsaio__pool_stop(ctx);
+	fsaio__ra_fini(ctx);    /* after the workers that run its prefetch jobs */
 	fsaio__pool_fini(&ctx->pool);
 	fsaio__poller_fini(&ctx->poller);
 	fsaio__cq_fini(&ctx->cq);

@@ -8,7 +8,9 @@
  * (cancel holds pool.lock while it completes a request; nothing takes
  * pool.lock while holding cq.lock). fdtable.lock is a leaf. poller.lock
  * (poller.c) is a leaf too: the poller completes requests and hands them
- * to the pool only after releasing it.
+ * to the pool only after releasing it. uring.sq_lock (uring.c), the
+ * readahead slot locks and ra.up_lock (readahead.c) are leaves as well:
+ * completions, pool_queue and pool_job are called after they are dropped.
  */
 #ifndef FSAIO_INTERNAL_H
 #define FSAIO_INTERNAL_H
@@ -66,6 +68,8 @@ enum {
 	FSAIO__FD_PROBE_NEXT = 1u << 5, /* last inline attempt missed: probe first next time */
 	FSAIO__FD_SEEKABLE = 1u << 6,
 	FSAIO__FD_SYNC = 1u << 7,       /* opened O_SYNC or O_DSYNC: writes wait for the device */
+	FSAIO__FD_ADV_RANDOM = 1u << 8, /* fsaio_fadvise(POSIX_FADV_RANDOM): no stream readahead */
+	FSAIO__FD_ADV_SEQ = 1u << 9,    /* fsaio_fadvise(POSIX_FADV_SEQUENTIAL): a stream from the start */
 	FSAIO__FD_FIFO = 1u << 10,      /* a pipe or FIFO: splice reaches it without blocking */
 };
 
@@ -81,8 +85,18 @@ struct fsaio__fdtable {
 	_Atomic(_Atomic uint64_t *) chunks[1024];
 };
 
+/* A side job for the pool: work that belongs to no request (prefetching).
+ * Embedded in its owner, which keeps it alive until pool_stop; next and
+ * queued are under pool.lock. Workers run jobs before requests. */
+struct fsaio__job {
+	struct fsaio__job *next;
+	void (*fn)(struct fsaio_ctx *ctx, struct fsaio__job *job);
+	bool queued;
+};
+
 struct fsaio__pool {
 	pthread_mutex_t lock;
+	struct fsaio__job *jobs, *jobs_tail; /* lock: FIFO of side jobs */
 	pthread_cond_t work;    /* idle workers wait here (monotonic clock) */
 	struct fsaio_req *head; /* lock: FIFO through req->next_/prev_ */
 	struct fsaio_req *tail; /* lock */
@@ -127,6 +141,8 @@ struct fsaio__cq {
 struct fsaio__counters {
 	_Atomic uint64_t requests, completed_inline, partial_inline, queued, retries;
 	_Atomic uint64_t bytes_inline, bytes_worker, probe_calls, probe_cold, cancelled;
+	/* readahead.c, uring.c */
+	_Atomic uint64_t ra_calls, ra_bytes, stream_hits, uring_sqes, bytes_uring;
 };
 
 struct fsaio_ctx {
@@ -141,6 +157,11 @@ struct fsaio_ctx {
 	struct fsaio__pool pool;
 	struct fsaio__cq cq;
 	struct fsaio__poller poller;
+	uint32_t backend;       /* immutable: enum fsaio_backend, after FSAIO_BACKEND */
+	/* uring.c: NULL, then a creation marker, then the ring, each by CAS;
+	 * the ring itself is immutable until destroy (see uring.c). */
+	_Atomic(struct fsaio__uring *) uring;
+	struct fsaio__ra *ra;   /* readahead.c: immutable after create; its own locks */
 };
 
 /* Inline completions of one submit call, posted together at its end. */
@@ -182,6 +203,14 @@ static inline bool fsaio__is_rw(const struct fsaio_req *r)
 static inline uint64_t fsaio__total(const struct fsaio_req *r) { return r->priv_[0]; }
 /* priv_[1]: 1 when the fd has no file position to honour (pipes, sockets). */
 static inline bool fsaio__is_stream(const struct fsaio_req *r) { return r->priv_[1] != 0; }
+/* priv_[2] of FILE and DIRECT requests: FSAIO__P2_* flags, written by whoever
+ * owns the request at the time (state_ hands it over with release/acquire);
+ * priv_[3] is free. */
+enum {
+	FSAIO__P2_SEQ = 1u << 0,        /* part of a sequential stream (readahead.c) */
+	FSAIO__P2_KERNEL_RA = 1u << 1,  /* a NOWAIT miss already started readahead */
+	FSAIO__P2_CANCEL = 1u << 2,     /* fsaio_cancel asked the ring: -ECANCELED is final */
+};
 /* The iovecs of what remains after req->done_; returns the count, fills *out
  * (pointing into tmp when a copy was needed); at most cap entries. */
 int fsaio__iov_rest(const struct fsaio_req *r, struct iovec *tmp, int cap,
@@ -208,6 +237,37 @@ void fsaio__fd_clear(struct fsaio_ctx *ctx, int fd, uint32_t flags);
 enum fsaio__residency { FSAIO__RES_UNKNOWN, FSAIO__RES_COLD, FSAIO__RES_PARTIAL, FSAIO__RES_HOT };
 enum fsaio__residency fsaio__probe(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len);
 
+/* uring.c: the context's io_uring ring, created on first use. Queue the
+ * remainder of a request to the ring: 0, or -errno (the ring is unavailable
+ * or stopping) and the caller must carry the request another way. With
+ * defer (only from a start() called by fsaio_submit) the SQE is submitted
+ * by the fsaio__uring_flush() at the end of fsaio_submit, one
+ * io_uring_enter for the whole call. */
+int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer);
+void fsaio__uring_flush(struct fsaio_ctx *ctx);
+int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r);
+bool fsaio__uring_usable(struct fsaio_ctx *ctx);
+void fsaio__uring_stop(struct fsaio_ctx *ctx);      /* destroy: drain, join */
+void fsaio__uring_forget(struct fsaio_ctx *ctx);    /* forked child: free only */
+uint32_t fsaio__backend_param(uint32_t param);      /* the param or FSAIO_BACKEND */
+/* A buffered read or write that would block: RWF_NOWAIT answer, ring or pool. */
+void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
+
+/* readahead.c */
+int fsaio__ra_init(struct fsaio_ctx *ctx);
+void fsaio__ra_fini(struct fsaio_ctx *ctx);
+/* In the submitter, before a buffered read's inline attempt: stream detection. */
+void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi);
+/* A stream read missed (before it is handed on): start or widen prefetch. */
+void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* A stream request completed inline (a hit): grows an existing window. */
+void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* A missed read the kernel has not seen waits for a busy pool: have a
+ * worker start its readahead (in the submitter: records and queues). */
+void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* The readahead limit (bytes) of the device holding fd's file. */
+uint64_t fsaio__ra_limit(int fd);
+
 /* poller.c: parked requests of the pollable method (method_pollable.c) */
 void fsaio__poller_init(struct fsaio__poller *pl);
 /* Park r (state WAITING) until its fd is ready: 0, or -errno and r is the
@@ -228,10 +288,14 @@ int64_t fsaio__pollable_step(struct fsaio_ctx *ctx, struct fsaio_req *r);
 /* pool.c */
 int fsaio__pool_init(struct fsaio__pool *p, unsigned max);
 void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *req);
+/* Queue a side job unless it is queued already; dropped by pool_stop. */
+void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *job);
 int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *req);
 void fsaio__pool_stop(struct fsaio_ctx *ctx);
 void fsaio__pool_fini(struct fsaio__pool *p);
 unsigned fsaio__pool_snapshot(struct fsaio_ctx *ctx, unsigned *threads);
+/* Requests the pool runs or holds now, when no worker is idle; else 0. */
+unsigned fsaio__pool_busy(struct fsaio_ctx *ctx);
 
 /* stats.c */
 #define FSAIO__INC(ctx, field, n) \

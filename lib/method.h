@@ -27,6 +27,7 @@ struct fsaio__method {
 extern const struct fsaio__method fsaio__method_file;
 extern const struct fsaio__method fsaio__method_blocking;
 extern const struct fsaio__method fsaio__method_pollable;
+extern const struct fsaio__method fsaio__method_direct;
 extern const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX];
 
 #endif /* FSAIO_METHOD_H */

@@ -120,8 +120,12 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__complete(ctx, r, 0, b);
 		return 0;
 	}
+	if (write)
+		r->priv_[2] = 0;
+	else
+		fsaio__stream_enter(ctx, r, fi);
 	if (ctx->flags & FSAIO_CTX_NO_INLINE) {
-		fsaio__handoff(ctx, r, b);
+		fsaio__miss(ctx, r, b);
 		return 0;
 	}
 	if (fi.flags & refused) {
@@ -133,7 +137,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);
 		fsaio__fd_set(ctx, r->fd, FSAIO__FD_PROBE_NEXT);
-		fsaio__handoff(ctx, r, b);
+		fsaio__miss(ctx, r, b);
 		return 0;
 	}
 	for (;;) {
@@ -146,6 +150,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 				continue;
 			if (fi.flags & FSAIO__FD_PROBE_NEXT)
 				fsaio__fd_clear(ctx, r->fd, FSAIO__FD_PROBE_NEXT);
+			fsaio__stream_hit(ctx, r);
 			FSAIO__INC(ctx, completed_inline, 1);
 			fsaio__complete(ctx, r, (int64_t)total, b);
 			return 0;
@@ -158,7 +163,9 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		}
 		if (n == 0 || n == -EAGAIN) {
 			fsaio__fd_set(ctx, r->fd, FSAIO__FD_PROBE_NEXT);
-			fsaio__handoff(ctx, r, b);
+			/* The NOWAIT miss started readahead of the range itself. */
+			r->priv_[2] |= FSAIO__P2_KERNEL_RA;
+			fsaio__miss(ctx, r, b);
 			return 0;
 		}
 		if (n == -EINTR)
@@ -214,5 +221,5 @@ const struct fsaio__method fsaio__method_file = {
 	.name = "file",
 	.start = start,
 	.retry = retry,
-	.cancel = NULL,
+	.cancel = fsaio__uring_cancel,  /* misses carried by io_uring (uring.c) */
 };

@@ -8,7 +8,9 @@
  * worker is idle. One mutex and one condition variable (monotonic clock);
  * a waiter is signalled only when one is idle and not already woken.
  * Workers block every signal (the caller's handlers must not run on them)
- * and are named fsaio-wN.
+ * and are named fsaio-wN. Side jobs (struct fsaio__job: readahead.c's
+ * prefetches) wait in a second FIFO and are run before requests; they are
+ * hints, so stop drops them.
  *
  * Invariants, under pool.lock: a request is in the FIFO iff its state is
  * QUEUED; a worker moves it to RUNNING when it takes it, after which cancel
@@ -82,12 +84,27 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->head && !p->stopping) {
+		while (!p->head && !p->jobs && !p->stopping) {
 			p->idle++;
 			pthread_cond_wait(&p->work, &p->lock);
 			p->idle--;
 			if (p->signalled)
 				p->signalled--;
+		}
+		if (p->jobs && !p->stopping) {
+			/* Side jobs first: a prefetch is worth most before the
+			 * reads it serves are run. */
+			struct fsaio__job *j = p->jobs;
+
+			p->jobs = j->next;
+			if (!p->jobs)
+				p->jobs_tail = NULL;
+			j->next = NULL;
+			j->queued = false;
+			pthread_mutex_unlock(&p->lock);
+			j->fn(ctx, j);
+			pthread_mutex_lock(&p->lock);
+			continue;
 		}
 		if (!p->head)
 			break;
@@ -162,6 +179,31 @@ void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		fsaio__complete(ctx, r, fsaio__result(r, err), NULL);
 }
 
+void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
+{
+	struct fsaio__pool *p = &ctx->pool;
+
+	pthread_mutex_lock(&p->lock);
+	if (!j->queued && !p->stopping) {
+		j->queued = true;
+		j->next = NULL;
+		if (p->jobs_tail)
+			p->jobs_tail->next = j;
+		else
+			p->jobs = j;
+		p->jobs_tail = j;
+		/* Only an idle worker is woken, or one started: a busy pool
+		 * runs the job when a worker comes free. */
+		if (p->idle > p->signalled) {
+			p->signalled++;
+			pthread_cond_signal(&p->work);
+		} else if (p->nthreads < p->max) {
+			(void)spawn(ctx);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
 int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct fsaio__pool *p = &ctx->pool;
@@ -189,6 +231,15 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 
 	pthread_mutex_lock(&p->lock);
 	p->stopping = true;
+	/* Side jobs are hints: drop them. */
+	while (p->jobs) {
+		struct fsaio__job *j = p->jobs;
+
+		p->jobs = j->next;
+		j->next = NULL;
+		j->queued = false;
+	}
+	p->jobs_tail = NULL;
 	list = p->head;
 	for (r = list; r; r = r->next_)
 		fsaio__state_set(r, FSAIO__RUNNING);
@@ -206,6 +257,17 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 	}
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(p->threads[i], NULL);
+}
+
+unsigned fsaio__pool_busy(struct fsaio_ctx *ctx)
+{
+	struct fsaio__pool *p = &ctx->pool;
+	unsigned n;
+
+	pthread_mutex_lock(&p->lock);
+	n = p->idle > p->signalled ? 0 : p->running + p->queued;
+	pthread_mutex_unlock(&p->lock);
+	return n;
 }
 
 unsigned fsaio__pool_snapshot(struct fsaio_ctx *ctx, unsigned *threads)

@@ -10,6 +10,9 @@
 
 #include "internal.h"
 
+/* The public struct keeps its size when counters take reserved room. */
+_Static_assert(sizeof(struct fsaio_stats) == 32 * sizeof(uint64_t), "fsaio_stats size is ABI");
+
 #define LOAD(f) atomic_load_explicit(&ctx->st.f, memory_order_relaxed)
 
 FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
@@ -31,6 +34,11 @@ FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
 	st->probe_calls = LOAD(probe_calls);
 	st->probe_cold = LOAD(probe_cold);
 	st->cancelled = LOAD(cancelled);
+	st->readahead_calls = LOAD(ra_calls);
+	st->prefetched_bytes = LOAD(ra_bytes);
+	st->stream_hits = LOAD(stream_hits);
+	st->uring_submissions = LOAD(uring_sqes);
+	st->bytes_uring = LOAD(bytes_uring);
 	st->pool_queue_len = fsaio__pool_snapshot(ctx, &threads);
 	st->pool_threads = threads;
 	return 0;

@@ -24,7 +24,7 @@
 const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX] = {
 	[FSAIO__KIND_FILE] = &fsaio__method_file,
 	[FSAIO__KIND_POLLABLE] = &fsaio__method_pollable,
-	[FSAIO__KIND_DIRECT] = &fsaio__method_blocking,
+	[FSAIO__KIND_DIRECT] = &fsaio__method_direct,
 	[FSAIO__KIND_BLOCKING] = &fsaio__method_blocking,
 };
 
@@ -273,6 +273,7 @@ FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned 
 		}
 		FSAIO__INC(ctx, requests, 1);
 	}
+	fsaio__uring_flush(ctx);
 	fsaio__batch_flush(ctx, &b);
 	errno = saved;
 	return i ? (int)i : ret;

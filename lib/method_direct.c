@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: O_DIRECT files. There is no page cache to hit, so nothing is
+ * tried inline: every read, write and fsync goes to the context's io_uring
+ * ring (uring.c), whose completions join the context's one stream of
+ * events. A short result is continued from req->done_ by the ring's
+ * thread; a misaligned buffer, offset or length fails in the kernel and
+ * its -EINVAL arrives in the event, as with kernel AIO.
+ *
+ * Without io_uring (denied, disabled, or miss_backend THREADS) the pool
+ * serves O_DIRECT with blocking calls, exactly as the blocking method does.
+ *
+ * The caller's RWF_NOWAIT is passed to the ring, where it means what it
+ * means to kernel AIO: fail with -EAGAIN rather than wait to submit the
+ * I/O, not rather than wait for the device.
+ *
+ * Cancel of a request in the ring (WAITING): io_uring's async cancel takes
+ * back what has not been issued to the device; once a bio is in flight it
+ * cannot be, and fsaio_cancel answers -EBUSY (the event comes as usual).
+ */
+#include <errno.h>
+#include <poll.h>
+
+#include "internal.h"
+#include "method.h"
+
+static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+		 struct fsaio__batch *b)
+{
+	(void)fi;
+	if (r->opcode == FSAIO_OP_POLL) {
+		/* A regular file is always ready, as poll(2) says. */
+		fsaio__complete(ctx, r, (int64_t)(r->len & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM)), b);
+		return 0;
+	}
+	if (fsaio__is_rw(r) && !fsaio__total(r)) {
+		fsaio__complete(ctx, r, 0, b);
+		return 0;
+	}
+	r->priv_[2] = 0;
+	if (fsaio__uring_queue(ctx, r, true) == 0)
+		return 0;
+	fsaio__handoff(ctx, r, b);
+	return 0;
+}
+
+static int64_t retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	if (!fsaio__is_rw(r))
+		return fsaio__sync_retry(ctx, r);
+	return fsaio__rw_blocking(ctx, r);
+}
+
+const struct fsaio__method fsaio__method_direct = {
+	.name = "direct",
+	.start = start,
+	.retry = retry,
+	.cancel = fsaio__uring_cancel,
+};

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: the engine's own readahead, upfront and for streams. Every
+ * readahead(2) call is made by a pool worker as a side job (pool.c), never
+ * by the submitter: it allocates pages and submits bios, and may sleep on a
+ * full device queue.
+ *
+ * Upfront: the 2004 patchset told readahead about a whole AIO request when
+ * it missed. Here a NOWAIT miss already does that: on 6.18 the kernel
+ * starts readahead for the whole missed range inside preadv2(RWF_NOWAIT)
+ * (measured: the range is in the cache shortly after the EAGAIN, with no
+ * other read), so those requests are skipped (P2_KERNEL_RA). What remains
+ * are misses the kernel never saw: the probe said cold and no attempt was
+ * made. If no worker is free to start them, a side job tells the kernel
+ * about the queued ones, so their I/O starts while they wait for a worker.
+ * Each call is clipped to the readahead limit of the device holding the
+ * file (read_ahead_kb in sysfs, cached per st_dev; 128 KiB if unknown),
+ * which is also where the kernel would clip it.
+ *
+ * Streams: a small per-context table (RA_SLOTS, hashed by fd, one mutex per
+ * slot, each a leaf lock) remembers per fd the end of the furthest read.
+ * A read that starts within a few request sizes behind that end, or just
+ * at it, is sequential; several in flight at once stay sequential since
+ * they all lie behind the furthest end. From the third such read on, a
+ * window ahead of the furthest end is prefetched, grown (doubled, up to
+ * max(device limit, 8 requests), at most 32 MiB) each time a stream read
+ * hits the cache; a read elsewhere resets the slot and stops prefetching.
+ * One stream per fd: two readers interleaved on one fd look random.
+ * fsaio_fadvise(RANDOM) turns detection off for the fd (no lock taken),
+ * SEQUENTIAL starts prefetching at the first read.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define RA_SLOTS 64
+#define RA_DEFAULT (128u * 1024)
+#define RA_WINDOW_CAP (32ull << 20)
+#define SEQ_AFTER 2             /* sequential reads seen before prefetching */
+#define SEQ_BACK 32             /* request sizes behind the end still sequential */
+
+struct stream {
+	pthread_mutex_t lock;
+	int fd;                 /* lock: -1 when empty */
+	unsigned seq;           /* lock: sequential reads in a row */
+	uint64_t next;          /* lock: end of the furthest read */
+	uint64_t pf_end;        /* lock: prefetched (or queued) up to here */
+	uint64_t window;        /* lock: bytes to keep prefetched ahead; 0: none */
+	uint64_t limit;         /* lock: the device's readahead limit */
+	/* The pending prefetch, taken by the job. */
+	int job_fd;             /* lock */
+	uint64_t job_off, job_end; /* lock: job_end == 0 when nothing pending */
+	struct fsaio__job job;  /* queued under pool.lock */
+};
+
+#define UP_SLOTS 64
+
+struct up_range {
+	int fd;
+	uint64_t off, len;
+};
+
+struct fsaio__ra {
+	struct stream s[RA_SLOTS];
+	pthread_mutex_t up_lock;
+	struct up_range up[UP_SLOTS]; /* up_lock: ranges waiting for the job */
+	unsigned up_n;          /* up_lock */
+	struct fsaio__job up_job; /* queued under pool.lock */
+	bool off;               /* immutable: FSAIO_CTX_NO_READAHEAD or FSAIO_READAHEAD=0 */
+};
+
+/* ---- the device limit, cached per st_dev ---- */
+
+/* One word per entry: major:minor in the high half, limit KiB + 1 in the
+ * low half, so a reader never pairs one device with another's limit. */
+#define DEV_CACHE 16
+static _Atomic uint64_t dev_cache[DEV_CACHE];
+
+static long read_kb(const char *path)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strtol(buf, NULL, 10);
+}
+
+static long sysfs_kb(unsigned maj, unsigned min)
+{
+	char p[96];
+	long kb;
+
+	/* The disk itself, or the disk above a partition; then the bdi, which
+	 * also covers filesystems on no block device of their own. */
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/queue/read_ahead_kb", maj, min);
+	if ((kb = read_kb(p)) >= 0)
+		return kb;
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/../queue/read_ahead_kb", maj, min);
+	if ((kb = read_kb(p)) >= 0)
+		return kb;
+	snprintf(p, sizeof(p), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	return read_kb(p);
+}
+
+uint64_t fsaio__ra_limit(int fd)
+{
+	struct stat st;
+	uint64_t key, w;
+	unsigned i;
+	long kb;
+
+	if (fstat(fd, &st) < 0)
+		return RA_DEFAULT;
+	key = (uint64_t)((major(st.st_dev) & 0xfff) << 20 | (minor(st.st_dev) & 0xfffff));
+	i = (unsigned)(key % DEV_CACHE);
+	w = atomic_load_explicit(&dev_cache[i], memory_order_relaxed);
+	if (w && w >> 32 == key)
+		return ((w & 0xffffffffu) - 1) * 1024;
+	kb = sysfs_kb(major(st.st_dev), minor(st.st_dev));
+	if (kb < 0 || kb > 0xfffffff)
+		kb = RA_DEFAULT / 1024;
+	atomic_store_explicit(&dev_cache[i], key << 32 | (uint64_t)(kb + 1), memory_order_relaxed);
+	return (uint64_t)kb * 1024;
+}
+
+/* readahead(2) in limit-sized calls (the kernel cuts a larger one to the
+ * file's ra_pages silently); POSIX_FADV_WILLNEED where readahead is refused. */
+static void do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len,
+			 uint64_t limit)
+{
+	int saved = errno;
+
+	if (!limit)
+		return;     /* read_ahead_kb 0: the admin wants none */
+	while (len) {
+		uint64_t n = len < limit ? len : limit;
+
+		FSAIO__INC(ctx, ra_calls, 1);
+		FSAIO__INC(ctx, ra_bytes, n);
+		if (readahead(fd, (off_t)off, (size_t)n) < 0 &&
+		    (errno != EINVAL || posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED)))
+			break;
+		off += n;
+		len -= n;
+	}
+	errno = saved;
+}
+
+/* ---- streams ---- */
+
+static void stream_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
+{
+	struct stream *s = (struct stream *)((char *)j - offsetof(struct stream, job));
+	uint64_t off, end, limit;
+	int fd;
+
+	pthread_mutex_lock(&s->lock);
+	fd = s->job_fd;
+	off = s->job_off;
+	end = s->job_end;
+	limit = s->limit;
+	s->job_end = 0;
+	pthread_mutex_unlock(&s->lock);
+	/* The fd may have been closed meanwhile: a hint on the wrong file or
+	 * EBADF, nothing worse. Where the kernel's own readahead is already
+	 * ahead (most of the range in the cache or under I/O), leave it
+	 * alone: readahead(2) sets no PG_readahead marks, so taking over
+	 * would stop the kernel's asynchronous pipeline (measured: the
+	 * inline share of a cold 128 KiB stream fell from 95% to 80%). */
+	if (end > off && fsaio__probe(ctx, fd, off, end - off) != FSAIO__RES_HOT)
+		do_readahead(ctx, fd, off, end - off, limit);
+}
+
+/* Under s->lock: start the window at 4 requests, or double it, up to
+ * max(device limit, 8 requests), at most RA_WINDOW_CAP. */
+static void grow(struct stream *s, uint64_t len)
+{
+	uint64_t wmax = s->limit > 8 * len ? s->limit : 8 * len;
+
+	if (wmax > RA_WINDOW_CAP)
+		wmax = RA_WINDOW_CAP;
+	s->window = s->window ? 2 * s->window : 4 * len;
+	if (s->window > wmax)
+		s->window = wmax;
+}
+
+static bool top_up(struct stream *s, int fd);
+
+static void reset(struct stream *s, int fd, uint64_t off, uint64_t len)
+{
+	if (s->fd != fd)
+		s->limit = fsaio__ra_limit(fd);
+	s->fd = fd;
+	s->seq = 0;
+	s->next = off + len;
+	s->pf_end = 0;
+	s->window = 0;
+}
+
+void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi)
+{
+	struct fsaio__ra *ra = ctx->ra;
+	uint64_t off = (uint64_t)r->offset, len = fsaio__total(r);
+	struct stream *s;
+	bool queue = false;
+
+	r->priv_[2] = 0;
+	if (ra->off || (fi.flags & FSAIO__FD_ADV_RANDOM) || !len)
+		return;
+	s = &ra->s[(unsigned)r->fd % RA_SLOTS];
+	pthread_mutex_lock(&s->lock);
+	if (s->fd != r->fd || off > s->next + len || off + SEQ_BACK * len < s->next) {
+		reset(s, r->fd, off, len);
+		if (!(fi.flags & FSAIO__FD_ADV_SEQ)) {
+			pthread_mutex_unlock(&s->lock);
+			return;
+		}
+		s->seq = SEQ_AFTER;
+	}
+	if (off + len > s->next)
+		s->next = off + len;
+	if (s->seq < SEQ_AFTER && ++s->seq < SEQ_AFTER) {
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	r->priv_[2] |= FSAIO__P2_SEQ;
+	if ((fi.flags & FSAIO__FD_ADV_SEQ) && !s->window)
+		grow(s, len);
+	queue = top_up(s, r->fd);
+	pthread_mutex_unlock(&s->lock);
+	if (queue)
+		fsaio__pool_job(ctx, &s->job);
+}
+
+/* A stream read missed: the kernel's readahead (and ours) is not ahead of
+ * it. Start or widen the window. Before r is handed on. */
+void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	struct stream *s = &ctx->ra->s[(unsigned)r->fd % RA_SLOTS];
+	bool queue = false;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->fd == r->fd && s->seq >= SEQ_AFTER) {
+		grow(s, fsaio__total(r));
+		queue = top_up(s, r->fd);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (queue)
+		fsaio__pool_job(ctx, &s->job);
+}
+
+/* Under s->lock: queue the part of the window not yet prefetched. */
+static bool top_up(struct stream *s, int fd)
+{
+	uint64_t target;
+
+	if (!s->window)
+		return false;
+	if (s->pf_end < s->next)
+		s->pf_end = s->next;
+	target = s->next + s->window;
+	/* Top up once half the window is used: fewer, larger calls. */
+	if (target >= s->pf_end + s->window / 2 && target > s->pf_end) {
+		if (!s->job_end || s->job_fd != fd) {
+			s->job_fd = fd;
+			s->job_off = s->pf_end;
+		}
+		s->job_end = target;
+		s->pf_end = target;
+		return true;
+	}
+	return false;
+}
+
+void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	struct stream *s;
+
+	if (!(r->priv_[2] & FSAIO__P2_SEQ))
+		return;
+	FSAIO__INC(ctx, stream_hits, 1);
+	s = &ctx->ra->s[(unsigned)r->fd % RA_SLOTS];
+	pthread_mutex_lock(&s->lock);
+	/* Only a window that exists grows: a stream the kernel keeps ahead
+	 * of by itself never gets one. */
+	if (s->fd == r->fd && s->window)
+		grow(s, fsaio__total(r));
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- upfront ---- */
+
+static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
+{
+	struct fsaio__ra *ra = ctx->ra;
+	struct up_range batch[UP_SLOTS];
+	unsigned n;
+
+	(void)j;
+	pthread_mutex_lock(&ra->up_lock);
+	n = ra->up_n;
+	memcpy(batch, ra->up, n * sizeof(batch[0]));
+	ra->up_n = 0;
+	pthread_mutex_unlock(&ra->up_lock);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t limit = fsaio__ra_limit(batch[i].fd);
+
+		do_readahead(ctx, batch[i].fd, batch[i].off,
+			     batch[i].len < limit ? batch[i].len : limit, limit);
+	}
+}
+
+/*
+ * Measured why only here: a worker that calls readahead(2) for the range it
+ * is about to read gains nothing (its read starts the same I/O) and costs a
+ * syscall per miss; a NOWAIT miss has started it already. What gains is a
+ * request that sits in the queue while every worker is busy.
+ */
+void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	struct fsaio__ra *ra = ctx->ra;
+	uint64_t total = fsaio__total(r);
+	bool queue = false;
+
+	if (ra->off || (r->priv_[2] & FSAIO__P2_KERNEL_RA) || fsaio__is_write(r) ||
+	    !fsaio__is_rw(r) || r->done_ >= total || fsaio__pool_busy(ctx) < ctx->pool.max)
+		return;
+	pthread_mutex_lock(&ra->up_lock);
+	if (ra->up_n < UP_SLOTS) {
+		ra->up[ra->up_n++] = (struct up_range){ r->fd, (uint64_t)r->offset + r->done_,
+							 total - r->done_ };
+		queue = true;
+	}
+	pthread_mutex_unlock(&ra->up_lock);
+	if (queue)
+		fsaio__pool_job(ctx, &ra->up_job);
+}
+
+int fsaio__ra_init(struct fsaio_ctx *ctx)
+{
+	struct fsaio__ra *ra = calloc(1, sizeof(*ra));
+	const char *e = getenv("FSAIO_READAHEAD");
+
+	if (!ra)
+		return -ENOMEM;
+	pthread_mutex_init(&ra->up_lock, NULL);
+	ra->up_job.fn = up_job;
+	ra->off = (ctx->flags & FSAIO_CTX_NO_READAHEAD) || (e && !strcmp(e, "0"));
+	for (unsigned i = 0; i < RA_SLOTS; i++) {
+		pthread_mutex_init(&ra->s[i].lock, NULL);
+		ra->s[i].fd = -1;
+		ra->s[i].job.fn = stream_job;
+	}
+	ctx->ra = ra;
+	return 0;
+}
+
+/* Memory only: also called in a forked child, where a slot lock may be
+ * held by a thread that does not exist there. */
+void fsaio__ra_fini(struct fsaio_ctx *ctx)
+{
+	free(ctx->ra);
+	ctx->ra = NULL;
+}
+
+FSAIO__API int fsaio_fadvise(fsaio_ctx_t *ctx, int fd, int advice)
+{
+	struct fsaio__fdinfo fi;
+	int saved = errno, ret;
+
+	if (!fsaio__ctx_ok(ctx))
+		return -EINVAL;
+	if (advice != POSIX_FADV_NORMAL && advice != POSIX_FADV_RANDOM &&
+	    advice != POSIX_FADV_SEQUENTIAL)
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	ret = fsaio__fd_get(ctx, fd, &fi);
+	if (ret)
+		goto out;
+	/* The kernel's own readahead follows the same advice (RANDOM turns it
+	 * off, SEQUENTIAL doubles it); pipes and sockets answer ESPIPE, which
+	 * changes nothing for them. */
+	ret = -posix_fadvise(fd, 0, 0, advice);
+	if (ret == -ESPIPE)
+		ret = 0;
+	if (ret)
+		goto out;
+	fsaio__fd_clear(ctx, fd, FSAIO__FD_ADV_RANDOM | FSAIO__FD_ADV_SEQ);
+	if (advice == POSIX_FADV_RANDOM)
+		fsaio__fd_set(ctx, fd, FSAIO__FD_ADV_RANDOM);
+	else if (advice == POSIX_FADV_SEQUENTIAL)
+		fsaio__fd_set(ctx, fd, FSAIO__FD_ADV_SEQ);
+out:
+	errno = saved;
+	return ret;
+}

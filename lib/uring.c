@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: the io_uring ring of a context, and who carries a miss.
+ *
+ * Owns: one ring per context, created on first use (most contexts never
+ * need one), and one completion thread, fsaio-uring, with every signal
+ * blocked, that sleeps in io_uring_wait_cqe and turns CQEs into
+ * fsaio__complete() calls, a batch of CQEs posting as one batch. A short
+ * result is continued from req->done_ by resubmitting the remainder from
+ * that thread, so a request in the ring ends in exactly one event.
+ *
+ * Why a thread and not reaping in getevents: getevents sleeps on the
+ * completion queue's futex, shared with the pool and the inline path, and
+ * a completion callback context has no getevents at all. One thread that
+ * owns the CQ side keeps the ring's single-consumer rule without a lock.
+ * Measured (see the numbers below) it reaches kernel AIO on O_DIRECT.
+ *
+ * Locks: uring.sq_lock serialises the SQ side (get_sqe, prep, submit) and
+ * `stopping`; it is a leaf: nothing else is taken under it, completions are
+ * posted after it is dropped. The CQ side belongs to the thread alone.
+ * ctx->uring goes NULL -> CREATING -> ring (or UNAVAILABLE) by CAS, so
+ * creation needs no lock and a racing submitter that sees CREATING just
+ * uses the pool for that one request.
+ *
+ * Request states: a request in the ring is WAITING; cancel sends an async
+ * cancel and waits for its answer (0: the request ends with -ECANCELED;
+ * -EALREADY/-ENOENT, i.e. already at the device or completing: -EBUSY).
+ * P2_CANCEL marks requests the caller cancelled: any other -ECANCELED or
+ * -EINTR (io_uring cancels io-wq work of a submitting thread that exits)
+ * is resubmitted, so the caller never sees a cancel it did not ask for.
+ *
+ * Unavailable io_uring (kernel.io_uring_disabled = 2, or ENOSYS / EPERM /
+ * EACCES from io_uring_setup, e.g. under seccomp) is found once per
+ * process and remembered in one flag: every later context falls back to
+ * the pool silently, without a message.
+ *
+ * Who carries a buffered miss (fsaio_params.miss_backend, FSAIO_BACKEND):
+ * THREADS always the pool; URING the ring (io_uring's async buffered read:
+ * the kernel retries from the page-unlock wake-up, the 2004 design); AUTO
+ * is decided by the measurements below. O_DIRECT goes to the ring unless
+ * the backend is THREADS, which keeps io_uring out of the context entirely.
+ *
+ * MEASURED (Linux 6.18, ext4 on virtio, 2 cores shared with other builds;
+ * medians of 5 runs, scratch program, 2 GiB file made cold before each run):
+ *   see AUTO_* below and the report; filled in from the runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <liburing.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "method.h"
+
+/* ctx->uring markers: not real pointers. */
+#define URING_CREATING ((struct fsaio__uring *)(uintptr_t)1)
+#define URING_UNAVAILABLE ((struct fsaio__uring *)(uintptr_t)2)
+
+/* CQE user_data: a request pointer (8-aligned), or tagged in its low bits. */
+#define TAG_MASK 7u
+#define TAG_CANCEL 1u           /* a struct cancel_wait waiting for its answer */
+#define UD_IGNORE 2u            /* destroy's cancel-all: nobody waits */
+#define UD_STOP 4u              /* destroy's wake-up NOP */
+
+#define SQ_MAX 256
+#define CQ_MAX 65536
+
+struct fsaio__uring {
+	pthread_mutex_t sq_lock;
+	struct io_uring ring;   /* SQ side: sq_lock; CQ side: the thread only */
+	bool stopping;          /* sq_lock */
+	/* SQEs prepared and not yet submitted: set under sq_lock, cleared by
+	 * whoever submits; read without it by fsaio__uring_flush to skip the
+	 * lock when there is nothing to do. */
+	_Atomic bool pending;
+	_Atomic unsigned inflight; /* requests with an SQE or CQE outstanding */
+	pthread_t thread;       /* immutable once published */
+	struct fsaio_ctx *ctx;  /* immutable */
+};
+
+struct cancel_wait {
+	_Atomic uint32_t done;  /* futex word: 0 waiting, 1 answered */
+	int res;                /* written before done is set (release) */
+};
+
+/* Process-wide: 0 unknown, 1 io_uring_setup worked once, -1 denied. */
+static _Atomic int uring_sys;
+
+uint32_t fsaio__backend_param(uint32_t param)
+{
+	const char *e;
+
+	if (param != FSAIO_BACKEND_AUTO)
+		return param;
+	e = getenv("FSAIO_BACKEND");
+	if (!e)
+		return FSAIO_BACKEND_AUTO;
+	if (!strcmp(e, "threads"))
+		return FSAIO_BACKEND_THREADS;
+	if (!strcmp(e, "uring"))
+		return FSAIO_BACKEND_URING;
+	return FSAIO_BACKEND_AUTO;
+}
+
+static bool sysctl_disabled(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/kernel/io_uring_disabled", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;   /* older kernels have no such switch */
+	if (read(fd, &c, 1) != 1)
+		c = '0';
+	close(fd);
+	/* 1 lets root and io_uring_group in: setup tells us with EPERM. */
+	return c == '2';
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Fill sqe for what remains of r. Called under sq_lock: the iovec copy in
+ * tmp need only live until io_uring_submit returns (IORING_FEAT_SUBMIT_STABLE,
+ * checked at setup). */
+static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tmp)
+{
+	/* RWF_HIPRI needs an IOPOLL ring (EINVAL otherwise): it is a hint. */
+	int rwf = r->rw_flags & ~RWF_HIPRI;
+	uint64_t off = (uint64_t)r->offset + r->done_;
+
+	if (!fsaio__is_rw(r)) {
+		io_uring_prep_fsync(sqe, r->fd, r->opcode == FSAIO_OP_FDSYNC ?
+				    IORING_FSYNC_DATASYNC : 0);
+	} else if (!fsaio__is_vectored(r)) {
+		char *p = (char *)r->buf + r->done_;
+		unsigned n = r->len - r->done_ > UINT_MAX ? UINT_MAX & ~4095u :
+			     (unsigned)(r->len - r->done_);
+
+		if (fsaio__is_write(r))
+			io_uring_prep_write(sqe, r->fd, p, n, off);
+		else
+			io_uring_prep_read(sqe, r->fd, p, n, off);
+		sqe->rw_flags = rwf;
+	} else {
+		const struct iovec *iov;
+		int cnt = fsaio__iov_rest(r, tmp, FSAIO__IOV_MAX, &iov);
+
+		if (fsaio__is_write(r))
+			io_uring_prep_writev(sqe, r->fd, iov, (unsigned)cnt, off);
+		else
+			io_uring_prep_readv(sqe, r->fd, iov, (unsigned)cnt, off);
+		sqe->rw_flags = rwf;
+	}
+	io_uring_sqe_set_data(sqe, r);
+}
+
+/* A free SQE; with a full SQ, what is queued is submitted first. */
+static struct io_uring_sqe *get_sqe(struct fsaio__uring *u)
+{
+	struct io_uring_sqe *sqe;
+
+	while (!(sqe = io_uring_get_sqe(&u->ring))) {
+		int ret = io_uring_submit(&u->ring);
+
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
+			return NULL;
+	}
+	return sqe;
+}
+
+/* Submit what is prepared. The kernel consumes SQEs it cannot start with an
+ * error CQE, so only a refused io_uring_enter leaves them in the SQ; EINTR,
+ * EAGAIN (no memory for now) and EBUSY (CQ overflow backlog) go round. */
+static int flush(struct fsaio__uring *u)
+{
+	for (;;) {
+		int ret = io_uring_submit(&u->ring);
+
+		if (ret >= 0 && !io_uring_sq_ready(&u->ring)) {
+			atomic_store_explicit(&u->pending, false, memory_order_relaxed);
+			return 0;
+		}
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
+			return ret;
+	}
+}
+
+/* Queue r's remainder; called by submitters and by the thread to continue
+ * a short result. -ESHUTDOWN once destroy began. */
+static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer)
+{
+	struct iovec tmp[FSAIO__IOV_MAX];
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	/* A vectored remainder lives in tmp: it must be submitted now. */
+	if (fsaio__is_vectored(r) && r->done_)
+		defer = false;
+	pthread_mutex_lock(&u->sq_lock);
+	if (u->stopping) {
+		pthread_mutex_unlock(&u->sq_lock);
+		return -ESHUTDOWN;
+	}
+	sqe = get_sqe(u);
+	if (!sqe) {
+		pthread_mutex_unlock(&u->sq_lock);
+		return -EAGAIN;
+	}
+	prep(sqe, r, tmp);
+	if (!again)
+		atomic_fetch_add_explicit(&u->inflight, 1, memory_order_relaxed);
+	/* WAITING before the kernel can complete it: the thread may see the
+	 * CQE before submit returns. */
+	fsaio__state_set(r, FSAIO__WAITING);
+	if (defer) {
+		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
+		pthread_mutex_unlock(&u->sq_lock);
+		FSAIO__INC(u->ctx, uring_sqes, 1);
+		return 0;
+	}
+	ret = flush(u);
+	if (ret) {
+		/* Not consumed: make it harmless for a later submit. */
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, NULL);
+	}
+	pthread_mutex_unlock(&u->sq_lock);
+	if (ret && !again)
+		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
+	if (!ret)
+		FSAIO__INC(u->ctx, uring_sqes, 1);
+	return ret;
+}
+
+/* One CQE of a request: continue, or complete. Runs on the thread. */
+static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
+		   struct fsaio__batch *b)
+{
+	struct fsaio_ctx *ctx = u->ctx;
+	int ret;
+
+	if (res > 0) {
+		r->done_ += (uint64_t)res;
+		FSAIO__INC(ctx, bytes_uring, (uint64_t)res);
+	}
+	if (res == -ECANCELED && (r->priv_[2] & FSAIO__P2_CANCEL)) {
+		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
+		FSAIO__INC(ctx, cancelled, 1);
+		fsaio__complete(ctx, r, -ECANCELED, b);
+		return;
+	}
+	/* The caller's RWF_NOWAIT: -EAGAIN is the answer it asked for. */
+	if (res == -EAGAIN && (r->rw_flags & RWF_NOWAIT)) {
+		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
+		fsaio__complete(ctx, r, fsaio__result(r, res), b);
+		return;
+	}
+	/* Continue: a short count that is not EOF, or a cancel/interruption
+	 * nobody asked for. A read's 0 is EOF; a write's 0 would loop. An
+	 * -EAGAIN (should not come without NOWAIT) goes to the pool rather
+	 * than round the ring again. */
+	if ((res > 0 && fsaio__is_rw(r) && r->done_ < fsaio__total(r)) ||
+	    res == -EINTR || res == -EAGAIN || res == -ECANCELED) {
+		ret = res == -EAGAIN ? -EAGAIN : queue(u, r, true, false);
+		if (ret == 0)
+			return;
+		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
+		if (ret == -ESHUTDOWN) {
+			FSAIO__INC(ctx, cancelled, 1);
+			fsaio__complete(ctx, r, -ECANCELED, b);
+		} else {
+			/* The ring refused the remainder: the pool carries it. */
+			fsaio__pool_queue(ctx, r);
+		}
+		return;
+	}
+	atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
+	if (res >= 0)
+		fsaio__complete(ctx, r, fsaio__is_rw(r) ? (int64_t)r->done_ : 0, b);
+	else
+		fsaio__complete(ctx, r, fsaio__result(r, res), b);
+}
+
+static void *ring_thread(void *arg)
+{
+	struct fsaio__uring *u = arg;
+	struct fsaio__batch b = { .n = 0 };
+	bool stop_seen = false;
+
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+		int ret;
+
+		if (stop_seen && !atomic_load_explicit(&u->inflight, memory_order_relaxed))
+			break;
+		ret = io_uring_wait_cqe(&u->ring, &cqe);
+		if (ret == -EINTR || ret == -EAGAIN)
+			continue;
+		if (ret < 0) {
+			/* Cannot happen on a ring we own; don't spin if it does. */
+			usleep(1000);
+			continue;
+		}
+		io_uring_for_each_cqe(&u->ring, head, cqe) {
+			uintptr_t ud = (uintptr_t)io_uring_cqe_get_data(cqe);
+
+			n++;
+			if ((ud & TAG_MASK) == TAG_CANCEL) {
+				struct cancel_wait *w = (struct cancel_wait *)(ud & ~(uintptr_t)TAG_MASK);
+
+				w->res = cqe->res;
+				atomic_store_explicit(&w->done, 1, memory_order_release);
+				futex_wake(&w->done);
+			} else if (ud == UD_STOP) {
+				stop_seen = true;
+			} else if (ud && !(ud & TAG_MASK)) {
+				on_req(u, (struct fsaio_req *)ud, cqe->res, &b);
+			}
+		}
+		io_uring_cq_advance(&u->ring, n);
+		fsaio__batch_flush(u->ctx, &b);
+	}
+	return NULL;
+}
+
+static struct fsaio__uring *create(struct fsaio_ctx *ctx)
+{
+	struct io_uring_params p;
+	struct fsaio__uring *u;
+	unsigned sq = SQ_MAX, cq;
+	sigset_t all, old;
+	int ret;
+
+	if (atomic_load_explicit(&uring_sys, memory_order_relaxed) < 0)
+		return NULL;
+	if (sysctl_disabled()) {
+		atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	/* The SQ is drained at every submit, so a small one does; the CQ
+	 * holds one CQE per request in flight (at most queue_depth), and
+	 * beyond CQ_MAX the kernel's overflow list keeps them (FEAT_NODROP). */
+	while (sq > 8 && sq / 2 >= ctx->depth)
+		sq /= 2;
+	cq = 2 * sq;
+	while (cq < ctx->depth && cq < CQ_MAX)
+		cq *= 2;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+	p.cq_entries = cq;
+	ret = io_uring_queue_init_params(sq, &u->ring, &p);
+	if (ret < 0) {
+		if (ret == -ENOSYS || ret == -EPERM || ret == -EACCES)
+			atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);
+		free(u);
+		return NULL;
+	}
+	if (!(p.features & IORING_FEAT_SUBMIT_STABLE) || !(p.features & IORING_FEAT_NODROP)) {
+		/* Kernels before 5.5: prep()'s stack iovecs would not be safe. */
+		io_uring_queue_exit(&u->ring);
+		free(u);
+		atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);
+		return NULL;
+	}
+	atomic_store_explicit(&uring_sys, 1, memory_order_relaxed);
+	u->ctx = ctx;
+	pthread_mutex_init(&u->sq_lock, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&u->thread, NULL, ring_thread, u);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		pthread_mutex_destroy(&u->sq_lock);
+		io_uring_queue_exit(&u->ring);
+		free(u);
+		return NULL;
+	}
+	pthread_setname_np(u->thread, "fsaio-uring");
+	return u;
+}
+
+/* The ring, creating it on first use; NULL while another thread creates it
+ * or when io_uring cannot be had. */
+static struct fsaio__uring *get(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct fsaio__uring *expect = NULL;
+
+	if (u == URING_CREATING || u == URING_UNAVAILABLE)
+		return NULL;
+	if (u)
+		return u;
+	if (!atomic_compare_exchange_strong_explicit(&ctx->uring, &expect, URING_CREATING,
+						     memory_order_acquire, memory_order_acquire))
+		return NULL;
+	u = create(ctx);
+	atomic_store_explicit(&ctx->uring, u ? u : URING_UNAVAILABLE, memory_order_release);
+	return u;
+}
+
+bool fsaio__uring_usable(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+
+	if (ctx->backend == FSAIO_BACKEND_THREADS || u == URING_UNAVAILABLE)
+		return false;
+	return atomic_load_explicit(&uring_sys, memory_order_relaxed) >= 0;
+}
+
+void fsaio__uring_flush(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+
+	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE ||
+	    !atomic_load_explicit(&u->pending, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&u->sq_lock);
+	/* A refused io_uring_enter leaves the SQEs in the SQ for the next
+	 * submit; nothing better can be done with them here. */
+	(void)flush(u);
+	pthread_mutex_unlock(&u->sq_lock);
+}
+
+int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer)
+{
+	struct fsaio__uring *u;
+
+	if (ctx->backend == FSAIO_BACKEND_THREADS)
+		return -EOPNOTSUPP;
+	u = get(ctx);
+	if (!u)
+		return -EOPNOTSUPP;
+	r->priv_[2] &= ~(uint64_t)FSAIO__P2_CANCEL;
+	return queue(u, r, false, defer);
+}
+
+int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct cancel_wait w = { .done = 0, .res = 0 };
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
+		return -EBUSY;
+	pthread_mutex_lock(&u->sq_lock);
+	if (u->stopping || fsaio__state_get(r) != FSAIO__WAITING ||
+	    !(sqe = get_sqe(u))) {
+		pthread_mutex_unlock(&u->sq_lock);
+		return -EBUSY;
+	}
+	/* Set before the cancel can take effect; the thread reads it when the
+	 * request's -ECANCELED arrives, which is after this submit. */
+	r->priv_[2] |= FSAIO__P2_CANCEL;
+	io_uring_prep_cancel(sqe, r, 0);
+	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)&w | TAG_CANCEL));
+	ret = flush(u);
+	pthread_mutex_unlock(&u->sq_lock);
+	if (ret)
+		return -EBUSY;
+	while (!atomic_load_explicit(&w.done, memory_order_acquire))
+		syscall(SYS_futex, &w.done, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	/* -ENOENT: between two pieces, or completing; -EALREADY: at the device. */
+	return w.res == 0 ? 0 : -EBUSY;
+}
+
+void fsaio__uring_stop(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct io_uring_sqe *sqe;
+
+	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
+		return;
+	pthread_mutex_lock(&u->sq_lock);
+	u->stopping = true;
+	/* Take back what has not reached the device; the rest is waited for. */
+	sqe = get_sqe(u);
+	if (sqe) {
+		io_uring_prep_cancel(sqe, NULL, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_IGNORE);
+	}
+	sqe = get_sqe(u);
+	if (sqe) {
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_STOP);
+	}
+	(void)flush(u);
+	pthread_mutex_unlock(&u->sq_lock);
+	pthread_join(u->thread, NULL);
+	io_uring_queue_exit(&u->ring);
+	pthread_mutex_destroy(&u->sq_lock);
+	atomic_store_explicit(&ctx->uring, NULL, memory_order_relaxed);
+	free(u);
+}
+
+void fsaio__uring_forget(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_relaxed);
+
+	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
+		return;
+	/* The parent's thread does not exist here: unmap and close only. */
+	io_uring_queue_exit(&u->ring);
+	free(u);
+}
+
+/* AUTO, from the measurements in the DESIGN comment: writes to the pool
+ * (ext4 punts buffered writes to io-wq, serialised per inode); a read miss
+ * to the pool while it has fewer than AUTO_BUSY_PER_CPU requests per CPU to
+ * carry, to the ring beyond, where blocked threads only add switches. */
+#define AUTO_BUSY_PER_CPU 4u
+
+static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
+{
+	static _Atomic long ncpu;
+	long n = atomic_load_explicit(&ncpu, memory_order_relaxed);
+
+	if (fsaio__is_write(r) || !fsaio__uring_usable(ctx))
+		return false;
+	if (!n) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		n = n > 0 ? n : 1;
+		atomic_store_explicit(&ncpu, n, memory_order_relaxed);
+	}
+	return fsaio__pool_busy(ctx) >= AUTO_BUSY_PER_CPU * (unsigned)n;
+}
+
+void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+{
+	bool ring;
+
+	if (r->priv_[2] & FSAIO__P2_SEQ)
+		fsaio__stream_miss(ctx, r);
+	if (r->rw_flags & RWF_NOWAIT) {
+		fsaio__handoff(ctx, r, b);
+		return;
+	}
+	switch (ctx->backend) {
+	case FSAIO_BACKEND_URING:
+		ring = true;
+		break;
+	case FSAIO_BACKEND_THREADS:
+		ring = false;
+		break;
+	default:
+		ring = auto_uring(ctx, r);
+		break;
+	}
+	if (ring) {
+		/* r may be complete and reused once queued: read done_ first. */
+		bool partial = r->done_ != 0;
+
+		if (fsaio__uring_queue(ctx, r, b != NULL) == 0) {
+			if (partial)
+				FSAIO__INC(ctx, partial_inline, 1);
+			return;
+		}
+	}
+	fsaio__ra_upfront(ctx, r);
+	fsaio__handoff(ctx, r, b);
+}
