@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who carries a buffered miss: the worker pool (THREADS), io_uring's async
+ * buffered read (URING), or the engine's choice (AUTO). Each must give the
+ * same data on cold, half-cached and EOF-crossing reads; the stats tell
+ * which way a request went.
+ */
+#include "t_helpers.h"
+
+#include <linux/io_uring.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define KiB 1024u
+#define MiB (1024u * 1024u)
+
+TestSuite(backend, .init = t_setup, .fini = t_teardown, .timeout = 60);
+
+static const uint32_t backends[] = {
+	FSAIO_BACKEND_THREADS, FSAIO_BACKEND_URING, FSAIO_BACKEND_AUTO,
+};
+#define NB (sizeof(backends) / sizeof(backends[0]))
+
+static bool ring_ok(void)
+{
+	struct io_uring_params p = { 0 };
+	long fd = syscall(__NR_io_uring_setup, 1, &p);
+
+	if (fd < 0)
+		return false;
+	close((int)fd);
+	return true;
+}
+
+static fsaio_ctx_t *ctx_for(uint32_t backend)
+{
+	struct fsaio_params p = { .miss_backend = backend };
+	return t_ctx(&p);
+}
+
+/* One read of [off, off+len) on fd; returns the event's res. */
+static int64_t read1(fsaio_ctx_t *ctx, int fd, uint8_t *buf, size_t len, uint64_t off)
+{
+	struct fsaio_req req;
+	struct fsaio_event ev;
+
+	fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
+	t_submit1(ctx, &req);
+	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+	cr_assert_eq(ev.req, &req);
+	return ev.res;
+}
+
+static void check_path(fsaio_ctx_t *ctx, uint32_t backend)
+{
+	struct fsaio_stats st = t_stats(ctx);
+
+	if (backend == FSAIO_BACKEND_URING && ring_ok()) {
+		cr_assert_gt(st.uring_submissions, 0);
+		cr_assert_eq(st.queued, 0);
+		cr_assert_gt(st.bytes_uring, 0);
+	} else if (backend == FSAIO_BACKEND_THREADS || !ring_ok()) {
+		cr_assert_eq(st.uring_submissions, 0);
+		cr_assert_gt(st.queued, 0);
+	}
+}
+
+Test(backend, cold_read)
+{
+	int fd = t_tmpfile(4 * MiB, 11);
+
+	for (unsigned b = 0; b < NB; b++) {
+		size_t len = 1 * MiB + 333;
+		uint64_t off = 5 * 4096 + 7 + b * MiB;
+		uint8_t *buf = malloc(len);
+
+		t_make_cold(fd);
+		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		cr_assert_eq(read1(ctx, fd, buf, len, off), (int64_t)len);
+		t_check_pattern(buf, len, off, 11);
+		check_path(ctx, backends[b]);
+		t_ctx_destroy(ctx);
+		free(buf);
+	}
+}
+
+Test(backend, half_cached_read)
+{
+	int fd = t_tmpfile(4 * MiB, 12);
+
+	for (unsigned b = 0; b < NB; b++) {
+		size_t len = 1 * MiB;
+		uint8_t *buf = malloc(len);
+
+		t_make_cold(fd);
+		t_make_hot(fd, 0, 512 * KiB);
+		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		cr_assert_eq(read1(ctx, fd, buf, len, 0), (int64_t)len);
+		t_check_pattern(buf, len, 0, 12);
+		struct fsaio_stats st = t_stats(ctx);
+		/* The cached half inline, the rest by the backend. */
+		cr_assert_eq(st.partial_inline, 1);
+		cr_assert_eq(st.bytes_inline, 512 * KiB);
+		cr_assert_eq(st.bytes_inline + st.bytes_worker + st.bytes_uring, len);
+		check_path(ctx, backends[b]);
+		t_ctx_destroy(ctx);
+		free(buf);
+	}
+}
+
+Test(backend, eof_crossing_read)
+{
+	const size_t size = 300000;
+	int fd = t_tmpfile(size, 13);
+
+	for (unsigned b = 0; b < NB; b++) {
+		uint8_t *buf = malloc(64 * KiB);
+
+		t_make_cold(fd);
+		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		cr_assert_eq(read1(ctx, fd, buf, 64 * KiB, 280000), (int64_t)(size - 280000));
+		t_check_pattern(buf, size - 280000, 280000, 13);
+		/* At and past EOF: 0. */
+		t_make_cold(fd);
+		cr_assert_eq(read1(ctx, fd, buf, 4 * KiB, size), 0);
+		cr_assert_eq(read1(ctx, fd, buf, 4 * KiB, size + 10 * MiB), 0);
+		t_ctx_destroy(ctx);
+		free(buf);
+	}
+}
+
+Test(backend, cold_vectored_read_many_in_flight)
+{
+	int fd = t_tmpfile(16 * MiB, 14);
+
+	for (unsigned b = 0; b < NB; b++) {
+		enum { N = 48, SEG = 3 };
+		static const size_t seg[SEG] = { 1000, 64 * KiB + 5, 4096 };
+		size_t per = seg[0] + seg[1] + seg[2];
+		uint8_t *buf = malloc(per * N);
+		struct iovec iov[N][SEG];
+		struct fsaio_req req[N], *rp[N];
+		struct fsaio_event ev[N];
+
+		t_make_cold(fd);
+		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		for (unsigned i = 0; i < N; i++) {
+			uint8_t *p = buf + per * i;
+			for (unsigned k = 0; k < SEG; k++) {
+				iov[i][k] = (struct iovec){ p, seg[k] };
+				p += seg[k];
+			}
+			fsaio_prep_preadv(&req[i], fd, iov[i], SEG, (int64_t)((i * 37) % N) * 300 * KiB + 11);
+			rp[i] = &req[i];
+		}
+		t_submit(ctx, rp, N);
+		t_reap_all(ctx, N, ev, T_EVENT_TIMEOUT_MS);
+		t_match_events(ev, N, rp, N);
+		for (unsigned i = 0; i < N; i++) {
+			cr_assert_eq(ev[i].res, (int64_t)per);
+			t_check_pattern(ev[i].req->iov[0].iov_base, per, (uint64_t)ev[i].req->offset, 14);
+		}
+		t_ctx_destroy(ctx);
+		free(buf);
+	}
+}
+
+Test(backend, writes_are_right_on_every_backend)
+{
+	int fd = t_tmpfile(2 * MiB, 15);
+
+	for (unsigned b = 0; b < NB; b++) {
+		enum { LEN = 256 * KiB };
+		uint8_t *buf = malloc(LEN);
+		unsigned seed = 40 + b;
+		uint64_t off = b * LEN + 100;
+
+		t_make_cold(fd);
+		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		t_fill_pattern(buf, LEN, off, seed);
+		struct fsaio_req req;
+		struct fsaio_event ev;
+		fsaio_prep_pwrite(&req, fd, buf, LEN, (int64_t)off);
+		t_submit1(ctx, &req);
+		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.res, LEN);
+		t_check_file(fd, off, LEN, seed);
+		t_ctx_destroy(ctx);
+		free(buf);
+	}
+}
+
+Test(backend, env_selects_the_backend)
+{
+	int fd = t_tmpfile(1 * MiB, 16);
+	uint8_t buf[8192];
+
+	setenv("FSAIO_BACKEND", "threads", 1);
+	t_make_cold(fd);
+	fsaio_ctx_t *ctx = ctx_for(FSAIO_BACKEND_AUTO);
+	cr_assert_eq(read1(ctx, fd, buf, sizeof(buf), 4096), (int64_t)sizeof(buf));
+	check_path(ctx, FSAIO_BACKEND_THREADS);
+	t_ctx_destroy(ctx);
+
+	setenv("FSAIO_BACKEND", "uring", 1);
+	t_make_cold(fd);
+	ctx = ctx_for(FSAIO_BACKEND_AUTO);
+	cr_assert_eq(read1(ctx, fd, buf, sizeof(buf), 4096), (int64_t)sizeof(buf));
+	check_path(ctx, FSAIO_BACKEND_URING);
+	t_check_pattern(buf, sizeof(buf), 4096, 16);
+	t_ctx_destroy(ctx);
+
+	/* A parameter other than AUTO wins over the environment. */
+	t_make_cold(fd);
+	ctx = ctx_for(FSAIO_BACKEND_THREADS);
+	cr_assert_eq(read1(ctx, fd, buf, sizeof(buf), 4096), (int64_t)sizeof(buf));
+	check_path(ctx, FSAIO_BACKEND_THREADS);
+	t_ctx_destroy(ctx);
+	unsetenv("FSAIO_BACKEND");
+}
+
+Test(backend, bad_backend_is_refused)
+{
+	struct fsaio_params p = { .miss_backend = FSAIO_BACKEND_URING + 1 };
+	fsaio_ctx_t *ctx = NULL;
+
+	T_ASSERT_RET(fsaio_ctx_create(&p, &ctx), -EINVAL);
+	cr_assert_null(ctx);
+}
