@@ -51,6 +51,14 @@ static int s_destroy(unsigned long ctx)
 
 static const struct kaio_abi shim_abi = { s_setup, s_submit, s_getevents, s_destroy };
 
+/* The version a program linked against libaio binds (io_getevents has an
+ * older LIBAIO_0.1 twin); an unversioned library gets plain dlsym. */
+static void *sym(void *h, const char *name, const char *version)
+{
+	void *p = dlvsym(h, name, version);
+	return p ? p : dlsym(h, name);
+}
+
 /* Loaded once and never closed: its worker threads may outlive a run's
  * teardown by a moment, and unloading code under them is not worth it. */
 static int load(const char *path, char *why, size_t n)
@@ -66,10 +74,10 @@ static int load(const char *path, char *why, size_t n)
 		snprintf(why, n, "%s", dlerror());
 		return -1;
 	}
-	*(void **)&f_setup = dlsym(h, "io_setup");
-	*(void **)&f_submit = dlsym(h, "io_submit");
-	*(void **)&f_getevents = dlsym(h, "io_getevents");
-	*(void **)&f_destroy = dlsym(h, "io_destroy");
+	*(void **)&f_setup = sym(h, "io_setup", "LIBAIO_0.4");
+	*(void **)&f_submit = sym(h, "io_submit", "LIBAIO_0.1");
+	*(void **)&f_getevents = sym(h, "io_getevents", "LIBAIO_0.4");
+	*(void **)&f_destroy = sym(h, "io_destroy", "LIBAIO_0.4");
 	if (!f_setup || !f_submit || !f_getevents || !f_destroy) {
 		snprintf(why, n, "%s lacks io_setup/io_submit/io_getevents/io_destroy", path);
 		dlclose(h);
