@@ -56,6 +56,7 @@ struct bench_engine_stats {
 	bool valid;
 	uint64_t requests, completed_inline, partial_inline, queued, retries;
 	uint64_t probe_calls, probe_cold, bytes_inline, bytes_worker;
+	uint64_t readahead_calls, prefetched_bytes, stream_hits, uring_submissions, bytes_uring;
 };
 
 /*

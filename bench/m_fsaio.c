@@ -3,6 +3,7 @@
  * Method "fsaio": libfsaio's native API on the buffered file. One context
  * per run, queue depth = the run's depth, pool size from --workers (0 keeps
  * the engine's default). The engine's counters are reported with the run.
+ * The --fadvise advice goes to the engine as well as to the kernel.
  */
 #include "bench.h"
 
@@ -57,6 +58,11 @@ static int f_setup(const struct bench_job *job, void **out)
 			s->fds[i] = -1;
 	if (!e)
 		e = fsaio_ctx_create(&p, &s->ctx);
+	/* The advice every buffered method's fds get (bench_open_files gave it
+	 * to the kernel already), told to the engine too so its own readahead
+	 * follows the same rule. */
+	for (unsigned i = 0; !e && job->fadvise >= 0 && i < s->nfiles; i++)
+		e = fsaio_fadvise(s->ctx, s->fds[i], job->fadvise);
 	if (e) {
 		s->ctx = NULL;
 		f_teardown(s);
@@ -117,6 +123,11 @@ static void f_stats(void *state, struct bench_engine_stats *out)
 		.probe_cold = st.probe_cold,
 		.bytes_inline = st.bytes_inline,
 		.bytes_worker = st.bytes_worker,
+		.readahead_calls = st.readahead_calls,
+		.prefetched_bytes = st.prefetched_bytes,
+		.stream_hits = st.stream_hits,
+		.uring_submissions = st.uring_submissions,
+		.bytes_uring = st.bytes_uring,
 	};
 }
 

@@ -295,7 +295,8 @@ static void median_result(const struct bench_result *rs, unsigned n, struct benc
 	if (first->es.valid) {
 		MED(es.requests); MED(es.completed_inline); MED(es.partial_inline); MED(es.queued);
 		MED(es.retries); MED(es.probe_calls); MED(es.probe_cold); MED(es.bytes_inline);
-		MED(es.bytes_worker);
+		MED(es.bytes_worker); MED(es.readahead_calls); MED(es.prefetched_bytes); MED(es.stream_hits);
+		MED(es.uring_submissions); MED(es.bytes_uring);
 	}
 #undef MED
 	free(v);

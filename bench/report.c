@@ -83,18 +83,21 @@ static void fmt_ratio(double v, char *b, size_t n)
 		snprintf(b, n, "%.2f", v);
 }
 
+/* Where the engine's requests went: completed inline, handed to the pool,
+ * or to its io_uring ring; plus its readahead calls. Shares of requests. */
 static void engine_str(const struct bench_engine_stats *e, char *b, size_t n)
 {
-	char r[16];
+	char r[16], ra[16];
 	if (!e->valid || !e->requests) {
 		b[0] = 0;
 		return;
 	}
+	double q = (double)e->requests;
 	fmt_count((double)e->retries, r, sizeof(r));
-	snprintf(b, n, "inline %.0f%% partial %.0f%% queued %.0f%% retries %s",
-		 100.0 * (double)e->completed_inline / (double)e->requests,
-		 100.0 * (double)e->partial_inline / (double)e->requests,
-		 100.0 * (double)e->queued / (double)e->requests, r);
+	fmt_count((double)e->readahead_calls, ra, sizeof(ra));
+	snprintf(b, n, "inline %.0f%% partial %.0f%% pool %.0f%% uring %.0f%% retries %s ra %s",
+		 100.0 * (double)e->completed_inline / q, 100.0 * (double)e->partial_inline / q,
+		 100.0 * (double)e->queued / q, 100.0 * (double)e->uring_submissions / q, r, ra);
 }
 
 void bench_report_table(const struct bench_report *rp, FILE *f)
@@ -306,7 +309,8 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 		"depth_used,iops,mib_s,ratio_kaio_direct,ref_method,ratio_ref,"
 		"lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,hot_p50_us,hot_p99_us,hot_p999_us,"
 		"cold_p50_us,cold_p99_us,cold_p999_us,submit_p50_us,submit_p99_us,submit_max_us,"
-		"cpu_s_per_gib,cached_pct_start,inline_pct,partial_inline,queued,retries,probe_cold\n");
+		"cpu_s_per_gib,cached_pct_start,inline_pct,partial_inline,queued,retries,probe_cold,"
+		"uring_submissions,readahead_calls\n");
 	for (unsigned c = 0; c < rp->ncases; c++) {
 		const struct bench_case *cs = &rp->cases[c];
 		for (unsigned m = 0; m < bench_nmethods; m++) {
@@ -320,7 +324,7 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 			csv_str(f, cell->status == ST_OK ? "" : cell->why);
 			if (cell->status != ST_OK) {
 				fprintf(f, ",0,,,,,%s", cs->ref);
-				for (unsigned k = 0; k < 21; k++)
+				for (unsigned k = 0; k < 23; k++)
 					fputc(',', f);
 				fputc('\n', f);
 				continue;
@@ -344,11 +348,12 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 			csv_num(f, r->cached_pct);
 			if (r->es.valid && r->es.requests) {
 				csv_num(f, 100.0 * (double)r->es.completed_inline / (double)r->es.requests);
-				fprintf(f, ",%llu,%llu,%llu,%llu\n", (unsigned long long)r->es.partial_inline,
+				fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%llu\n", (unsigned long long)r->es.partial_inline,
 					(unsigned long long)r->es.queued, (unsigned long long)r->es.retries,
-					(unsigned long long)r->es.probe_cold);
+					(unsigned long long)r->es.probe_cold, (unsigned long long)r->es.uring_submissions,
+					(unsigned long long)r->es.readahead_calls);
 			} else {
-				fputs(",,,,,\n", f);
+				fputs(",,,,,,,\n", f);
 			}
 		}
 	}
@@ -481,12 +486,15 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 				fprintf(f, ", \"engine\": {\"requests\": %llu, \"completed_inline\": %llu, "
 					"\"partial_inline\": %llu, \"queued\": %llu, \"retries\": %llu, "
 					"\"probe_calls\": %llu, \"probe_cold\": %llu, \"bytes_inline\": %llu, "
-					"\"bytes_worker\": %llu}",
+					"\"bytes_worker\": %llu, \"readahead_calls\": %llu, \"prefetched_bytes\": %llu, "
+					"\"stream_hits\": %llu, \"uring_submissions\": %llu, \"bytes_uring\": %llu}",
 					(unsigned long long)r->es.requests, (unsigned long long)r->es.completed_inline,
 					(unsigned long long)r->es.partial_inline, (unsigned long long)r->es.queued,
 					(unsigned long long)r->es.retries, (unsigned long long)r->es.probe_calls,
 					(unsigned long long)r->es.probe_cold, (unsigned long long)r->es.bytes_inline,
-					(unsigned long long)r->es.bytes_worker);
+					(unsigned long long)r->es.bytes_worker, (unsigned long long)r->es.readahead_calls,
+					(unsigned long long)r->es.prefetched_bytes, (unsigned long long)r->es.stream_hits,
+					(unsigned long long)r->es.uring_submissions, (unsigned long long)r->es.bytes_uring);
 			fputc('}', f);
 		}
 		fprintf(f, "\n     ]}");

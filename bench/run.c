@@ -550,6 +550,11 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 			r->es.probe_cold -= es0.probe_cold;
 			r->es.bytes_inline -= es0.bytes_inline;
 			r->es.bytes_worker -= es0.bytes_worker;
+			r->es.readahead_calls -= es0.readahead_calls;
+			r->es.prefetched_bytes -= es0.prefetched_bytes;
+			r->es.stream_hits -= es0.stream_hits;
+			r->es.uring_submissions -= es0.uring_submissions;
+			r->es.bytes_uring -= es0.bytes_uring;
 		}
 	}
 	m->teardown(st);
