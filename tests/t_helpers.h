@@ -14,7 +14,11 @@
 #ifndef T_HELPERS_H
 #define T_HELPERS_H
 
+#ifdef T_NO_CRITERION
+#include "t_runner.h"   /* ThreadSanitizer builds: see t_runner.h */
+#else
 #include <criterion/criterion.h>
+#endif
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
