@@ -248,11 +248,16 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	struct fsaio_ctx *ctx = u->ctx;
 	int ret;
 
+	/* Pairs with the release store of WAITING in queue(): what the
+	 * submitter wrote into r is visible here (the kernel orders it too,
+	 * but the compiler and TSan only know of this). */
+	(void)fsaio__state_get(r);
 	if (res > 0) {
 		r->done_ += (uint64_t)res;
 		FSAIO__INC(ctx, bytes_uring, (uint64_t)res);
 	}
-	if (res == -ECANCELED && (r->priv_[2] & FSAIO__P2_CANCEL)) {
+	if (res == -ECANCELED &&
+	    (__atomic_load_n(&r->priv_[2], __ATOMIC_ACQUIRE) & FSAIO__P2_CANCEL)) {
 		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 		FSAIO__INC(ctx, cancelled, 1);
 		fsaio__complete(ctx, r, -ECANCELED, b);
@@ -318,6 +323,10 @@ static void *ring_thread(void *arg)
 			if ((ud & TAG_MASK) == TAG_CANCEL) {
 				struct cancel_wait *w = (struct cancel_wait *)(ud & ~(uintptr_t)TAG_MASK);
 
+				/* The canceller set w up and submitted under
+				 * sq_lock: taking it orders that before us. */
+				pthread_mutex_lock(&u->sq_lock);
+				pthread_mutex_unlock(&u->sq_lock);
 				w->res = cqe->res;
 				atomic_store_explicit(&w->done, 1, memory_order_release);
 				futex_wake(&w->done);
@@ -464,7 +473,7 @@ int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	}
 	/* Set before the cancel can take effect; the thread reads it when the
 	 * request's -ECANCELED arrives, which is after this submit. */
-	r->priv_[2] |= FSAIO__P2_CANCEL;
+	__atomic_fetch_or(&r->priv_[2], (uint64_t)FSAIO__P2_CANCEL, __ATOMIC_RELEASE);
 	io_uring_prep_cancel(sqe, r, 0);
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)&w | TAG_CANCEL));
 	ret = flush(u);
