@@ -147,6 +147,7 @@ struct bench_report {
 	const struct bench_case *cases;
 	struct bench_cell *cells;   /* ncases x bench_nmethods */
 	double total_secs;
+	double load[2];         /* 1-minute load average at the start and the end */
 };
 
 static inline struct bench_cell *bench_cell_at(const struct bench_report *rp, unsigned c, unsigned m)

@@ -617,6 +617,9 @@ int main(int argc, char **argv)
 	if (uname(&un) == 0)
 		snprintf(rp.kernel, sizeof(rp.kernel), "%.20s %.64s %.20s", un.sysname, un.release, un.machine);
 	rp.cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	/* Other work on the machine moves every figure: say how busy it was. */
+	if (getloadavg(&rp.load[0], 1) != 1)
+		rp.load[0] = -1;
 	s.shim_path = find_shim(shim_opt);
 	if (shim_opt && !s.shim_path)
 		bad("--shim %s: cannot read it", shim_opt);
@@ -655,8 +658,8 @@ int main(int argc, char **argv)
 	bench_size_str(s.size, sz, sizeof(sz));
 	printf("fsaio-bench %s: %s, %ld CPUs, %s on %s (read_ahead_kb %d), %u file(s) of %s in %s\n",
 	       mode, rp.kernel, rp.cpus, rp.fs.fstype, rp.fs.device, rp.fs.read_ahead_kb, s.nfiles, sz, s.dir);
-	printf("%s; %u rep(s), median; %s per run after a %.2f s ramp; ", rp.date, s.reps,
-	       s.bytes ? "a byte count" : "a fixed time", s.ramp);
+	printf("%s, load average %.2f; %u rep(s), median; %s per run after a %.2f s ramp; ", rp.date,
+	       rp.load[0], s.reps, s.bytes ? "a byte count" : "a fixed time", s.ramp);
 	if (s.batch)
 		printf("at most %u request(s) per submit call\n", s.batch);
 	else
@@ -738,9 +741,11 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	rp.total_secs = (double)(bench_now_ns() - t0) / 1e9;
+	if (getloadavg(&rp.load[1], 1) != 1)
+		rp.load[1] = -1;
 	printf("\n");
 	bench_report_targets(&rp, stdout);
-	printf("total %.0f s\n", rp.total_secs);
+	printf("total %.0f s, load average %.2f at the end\n", rp.total_secs, rp.load[1]);
 	fflush(stdout);
 
 	int rc = any_error ? 1 : 0;

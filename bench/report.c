@@ -418,7 +418,8 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 	json_str(f, rp->fs.fstype);
 	fprintf(f, ", \"device\": ");
 	json_str(f, rp->fs.device);
-	fprintf(f, ", \"read_ahead_kb\": %d},\n  \"settings\": {\"dir\": ", rp->fs.read_ahead_kb);
+	fprintf(f, ", \"read_ahead_kb\": %d, \"loadavg_start\": %.2f, \"loadavg_end\": %.2f},\n"
+		"  \"settings\": {\"dir\": ", rp->fs.read_ahead_kb, rp->load[0], rp->load[1]);
 	json_str(f, s->dir);
 	fprintf(f, ", \"files\": %u, \"size\": %llu, \"runtime_s\": %g, \"ramp_s\": %g, \"bytes\": %llu, "
 		"\"reps\": %u, \"workers\": %u, \"batch\": %u, \"hot_region_pct\": %u},\n  \"methods\": [",
