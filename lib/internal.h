@@ -210,6 +210,7 @@ enum {
 	FSAIO__P2_SEQ = 1u << 0,        /* part of a sequential stream (readahead.c) */
 	FSAIO__P2_KERNEL_RA = 1u << 1,  /* a NOWAIT miss already started readahead */
 	FSAIO__P2_CANCEL = 1u << 2,     /* fsaio_cancel asked the ring: -ECANCELED is final */
+	FSAIO__P2_EFAULT_RETRY = 1u << 3, /* uring.c: resubmitted once after an -EFAULT */
 };
 /* The iovecs of what remains after req->done_; returns the count, fills *out
  * (pointing into tmp when a copy was needed); at most cap entries. */

@@ -28,6 +28,10 @@
  * P2_CANCEL marks requests the caller cancelled: any other -ECANCELED or
  * -EINTR (io_uring cancels io-wq work of a submitting thread that exits)
  * is resubmitted, so the caller never sees a cancel it did not ask for.
+ * The same exit fails a buffered read waiting for its page with -EFAULT
+ * (the retry runs as task work of the submitter, and io_uring ends task
+ * work of an exiting task that way): an -EFAULT is resubmitted once from
+ * the ring thread, which outlives every request; a second one is real.
  *
  * Unavailable io_uring (kernel.io_uring_disabled = 2, or ENOSYS / EPERM /
  * EACCES from io_uring_setup, e.g. under seccomp) is found once per
@@ -269,6 +273,12 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 		fsaio__complete(ctx, r, fsaio__result(r, res), b);
 		return;
 	}
+	/* A first -EFAULT may only mean that the submitter exited (see the
+	 * DESIGN comment): go round again, from this thread. */
+	if (res == -EFAULT &&
+	    !(__atomic_fetch_or(&r->priv_[2], (uint64_t)FSAIO__P2_EFAULT_RETRY,
+				__ATOMIC_RELAXED) & FSAIO__P2_EFAULT_RETRY))
+		res = -EINTR;
 	/* Continue: a short count that is not EOF, or a cancel/interruption
 	 * nobody asked for. A read's 0 is EOF; a write's 0 would loop. An
 	 * -EAGAIN (should not come without NOWAIT) goes to the pool rather
@@ -452,7 +462,7 @@ int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer)
 	u = get(ctx);
 	if (!u)
 		return -EOPNOTSUPP;
-	r->priv_[2] &= ~(uint64_t)FSAIO__P2_CANCEL;
+	r->priv_[2] &= ~(uint64_t)(FSAIO__P2_CANCEL | FSAIO__P2_EFAULT_RETRY);
 	return queue(u, r, false, defer);
 }
 
