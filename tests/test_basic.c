@@ -172,30 +172,48 @@ Test(basic, half_cached_read_unaligned)
 }
 
 /* A cold first page means nothing can be done inline: the whole request is
- * the worker's, even though its tail is cached. */
+ * the worker's, even though its tail is cached. (If the readahead the
+ * attempt starts completes within that very attempt, the engine rightly
+ * reads inline; such a round is set up again, as in half_cached.) */
 Test(basic, cached_tail_only_goes_to_pool)
 {
 	int fd = t_tmpfile(1 * MiB, 4);
-	t_make_cold(fd);
-	t_make_hot(fd, 128 * KiB, 128 * KiB);
-	cr_assert_eq(t_cached_pages(fd, 0, 128 * KiB), 0);
-
-	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	size_t len = 256 * KiB;
 	uint8_t *buf = malloc(len);
-	struct fsaio_req req;
-	fsaio_prep_pread(&req, fd, buf, len, 0);
-	t_submit1(ctx, &req);
-	struct fsaio_event ev;
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.res, (int64_t)len);
-	t_check_pattern(buf, len, 0, 4);
+	bool pooled = false;
 
-	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.completed_inline, 0);
-	cr_assert_eq(st.queued, 1);
-	cr_assert_eq(st.bytes_inline + st.bytes_worker, len);
-	t_ctx_destroy(ctx);
+	for (int round = 0; round < HALF_ROUNDS && !pooled; round++) {
+		t_make_cold(fd);
+		t_make_hot(fd, 128 * KiB, 128 * KiB);
+		cr_assert_eq(t_cached_pages(fd, 0, 128 * KiB), 0);
+
+		fsaio_ctx_t *ctx = t_pool_ctx(NULL);
+		memset(buf, 0, len);
+		struct fsaio_req req;
+		fsaio_prep_pread(&req, fd, buf, len, 0);
+		t_submit1(ctx, &req);
+		struct fsaio_event ev;
+		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.res, (int64_t)len);
+		t_check_pattern(buf, len, 0, 4);
+
+		struct fsaio_stats st = t_stats(ctx);
+		cr_assert_eq(st.bytes_inline + st.bytes_worker, len);
+		if (st.bytes_inline > 0) {
+			t_ctx_destroy(ctx);
+			continue;
+		}
+		pooled = true;
+		cr_assert_eq(st.completed_inline, 0, "ci %llu pi %llu q %llu bi %llu bw %llu",
+			     (unsigned long long)st.completed_inline,
+			     (unsigned long long)st.partial_inline, (unsigned long long)st.queued,
+			     (unsigned long long)st.bytes_inline, (unsigned long long)st.bytes_worker);
+		cr_assert_eq(st.partial_inline, 0);
+		cr_assert_eq(st.queued, 1);
+		cr_assert_eq(st.bytes_inline, 0);
+		t_ctx_destroy(ctx);
+	}
+	cr_assert(pooled, "%d rounds, all read something inline", HALF_ROUNDS);
 	free(buf);
 }
 
