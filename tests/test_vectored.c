@@ -121,30 +121,39 @@ static void preadv_case(enum cache c, int n, size_t (*size_of)(int), uint64_t of
 	layout_init(&l, n, size_of);
 
 	for (unsigned k = 0; k < NBACKENDS; k++) {
-		if (c == HOT)
-			t_make_hot(fd, 0, 2 * MiB);
-		else
-			t_make_cold(fd);
-		memset(l.buf, SENT, l.buflen);
-		struct fsaio_params p = { .miss_backend = backends[k] };
-		fsaio_ctx_t *ctx = t_ctx(&p);
-		struct fsaio_req req;
-		fsaio_prep_preadv(&req, fd, l.iov, n, (int64_t)off);
-		struct fsaio_event ev = run1(ctx, &req);
-		cr_assert_eq(ev.res, (int64_t)l.total, "backend %u: res %lld, want %zu", backends[k],
-			     (long long)ev.res, l.total);
-		layout_check(&l, off, l.total, seed);
+		/* A cold read small enough to be tried inline without a probe
+		 * can be finished by the readahead that very attempt starts (the
+		 * kernel winning a race, see test_basic): then set up again. */
+		for (int round = 0;; round++) {
+			cr_assert_lt(round, 5, "5 cold rounds, all read something inline");
+			if (c == HOT)
+				t_make_hot(fd, 0, 2 * MiB);
+			else
+				t_make_cold(fd);
+			memset(l.buf, SENT, l.buflen);
+			struct fsaio_params p = { .miss_backend = backends[k] };
+			fsaio_ctx_t *ctx = t_ctx(&p);
+			struct fsaio_req req;
+			fsaio_prep_preadv(&req, fd, l.iov, n, (int64_t)off);
+			struct fsaio_event ev = run1(ctx, &req);
+			cr_assert_eq(ev.res, (int64_t)l.total, "backend %u: res %lld, want %zu",
+				     backends[k], (long long)ev.res, l.total);
+			layout_check(&l, off, l.total, seed);
 
-		struct fsaio_stats st = t_stats(ctx);
-		if (c == HOT) {
-			cr_assert_eq(st.completed_inline, 1);
-			cr_assert_eq(st.queued, 0);
-		} else if (backends[k] == FSAIO_BACKEND_THREADS) {
-			cr_assert_eq(st.completed_inline, 0);
-			cr_assert_eq(st.queued, 1);
-			cr_assert_eq(st.bytes_inline + st.bytes_worker, l.total);
+			struct fsaio_stats st = t_stats(ctx);
+			t_ctx_destroy(ctx);
+			if (c == HOT) {
+				cr_assert_eq(st.completed_inline, 1);
+				cr_assert_eq(st.queued, 0);
+			} else if (backends[k] == FSAIO_BACKEND_THREADS) {
+				cr_assert_eq(st.bytes_inline + st.bytes_worker, l.total);
+				if (st.bytes_inline > 0)
+					continue;
+				cr_assert_eq(st.completed_inline, 0);
+				cr_assert_eq(st.queued, 1);
+			}
+			break;
 		}
-		t_ctx_destroy(ctx);
 	}
 	free(l.buf);
 }
