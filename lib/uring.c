@@ -537,24 +537,16 @@ void fsaio__uring_forget(struct fsaio_ctx *ctx)
 }
 
 /* AUTO, from the measurements in the DESIGN comment: writes to the pool
- * (ext4 punts buffered writes to io-wq, serialised per inode); a read miss
- * to the pool while it has fewer than AUTO_BUSY_PER_CPU requests per CPU to
- * carry, to the ring beyond, where blocked threads only add switches. */
-#define AUTO_BUSY_PER_CPU 4u
+ * (ext4 punts buffered writes to io-wq, serialised per inode); read misses
+ * smaller than AUTO_RING_MAX to the ring, where they cost a third of the
+ * CPU of a parked thread for the same throughput; larger ones to the pool
+ * (a tie, and a blocking read hands the kernel the whole range at once). */
+#define AUTO_RING_MAX (256u * 1024)
 
 static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 {
-	static _Atomic long ncpu;
-	long n = atomic_load_explicit(&ncpu, memory_order_relaxed);
-
-	if (fsaio__is_write(r) || !fsaio__uring_usable(ctx))
-		return false;
-	if (!n) {
-		n = sysconf(_SC_NPROCESSORS_ONLN);
-		n = n > 0 ? n : 1;
-		atomic_store_explicit(&ncpu, n, memory_order_relaxed);
-	}
-	return fsaio__pool_busy(ctx) >= AUTO_BUSY_PER_CPU * (unsigned)n;
+	return !fsaio__is_write(r) && fsaio__total(r) - r->done_ < AUTO_RING_MAX &&
+	       fsaio__uring_usable(ctx);
 }
 
 void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
