@@ -385,10 +385,16 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 				break;
 			}
 		}
-		if (ret == -EBADF && fd_closed(slots[off]->req.fd))
-			((struct iocb *)(uintptr_t)slots[off]->obj)->aio_key = slots[off]->old_key;
-		for (unsigned i = off; i < k; i++)
+		/* The kernel stops at the refused iocb: it never looked at the
+		 * ones after it, and leaves the refused one's key alone if its
+		 * fd was bad. */
+		for (unsigned i = off; i < k; i++) {
+			struct iocb *ucb = (struct iocb *)(uintptr_t)slots[i]->obj;
+
+			if (i > off || (ret == -EBADF && fd_closed((uint32_t)slots[i]->req.fd)))
+				ucb->aio_key = slots[i]->old_key;
 			shim__slot_release(c, slots[i]);
+		}
 		done += off;
 	}
 	return done ? done : ret;
