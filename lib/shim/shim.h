@@ -70,7 +70,11 @@ _Static_assert(sizeof(struct io_event) == 32, "struct io_event is 32 bytes in th
 _Static_assert(sizeof(struct shim_ring) == 32, "struct aio_ring's header is 32 bytes");
 _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "ring indices keep the kernel's layout");
 
-/* One request in flight: the engine's request plus what the event needs. */
+/* One request in flight: the engine's request plus what the event needs.
+ * The fields marked ctx->lock say whether the slot is free; the others
+ * belong to whoever holds the slot: the submitting thread until the engine
+ * accepts the request, then the engine until it calls shim__complete(),
+ * which reads them before it gives the slot back under ctx->lock. */
 struct shim_slot {
 	struct fsaio_req req;   /* user_data points back at the slot */
 	uint64_t data;          /* iocb->aio_data, for io_event.data */
@@ -103,7 +107,8 @@ struct shim_ctx {
 	uint32_t in_flight;     /* lock: accepted and not yet completed */
 	struct shim_slot *free; /* lock: free list */
 	uint32_t used;          /* lock: slots[0, used) have been handed out at least once */
-	struct shim_slot *slots; /* [capacity + 1]: one spare for the pinned slot of io_cancel */
+	struct shim_slot *slots; /* immutable pointer, [capacity + 1]: one spare for
+				  * the slot io_cancel may keep pinned */
 
 	pthread_mutex_t reap_lock; /* serialises io_getevents callers over ring->head */
 	pthread_mutex_t cancel_lock; /* one io_cancel at a time: at most one pinned slot */
@@ -117,7 +122,7 @@ struct shim_ctx {
 	/* io_pgetevents with a signal mask sleeps in ppoll on efd, the one way
 	 * to change the mask and sleep atomically. Created on first use. */
 	_Atomic int efd;        /* -1 until then; set once under lock */
-	_Atomic uint32_t pwaiters;
+	_Atomic uint32_t pwaiters; /* seq_cst, like waiters: ppoll sleepers */
 };
 
 /* ctx.c: the registry of live contexts */
