@@ -13,9 +13,18 @@
  * convention, the raw syscall's) and leaves errno as the caller had it.
  * The compat forms call the static implementations, not the exported
  * names, so a program's own io_* cannot be interposed between them.
+ *
+ * A context the shim does not know is handed to the kernel: a program (or a
+ * library inside it) that made its context with the raw io_setup syscall
+ * keeps working when it goes through libaio's functions, and for anything
+ * else (a destroyed context, a parent's context after fork, garbage) the
+ * kernel answers -EINVAL itself without trusting the pointer.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "shim.h"
 
@@ -26,6 +35,21 @@ typedef void (*shim_callback_t)(io_context_t ctx, struct iocb *iocb, long res, l
 
 int shim__io_setup(int nr_events, io_context_t *ctxp);
 
+/* The raw system call, as -errno, errno untouched. */
+static long kernel(long nr, long a, long b, long c, long d, long e, long f)
+{
+	int saved = errno;
+	long r = syscall(nr, a, b, c, d, e, f);
+
+	if (r < 0)
+		r = -errno;
+	errno = saved;
+	return r;
+}
+
+#define KERNEL(nr, a, b, c, d, e, f) \
+	kernel(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+
 SHIM_API int io_setup(int nr_events, io_context_t *ctxp)
 {
 	int saved = errno, ret = shim__io_setup(nr_events, ctxp);
@@ -34,12 +58,19 @@ SHIM_API int io_setup(int nr_events, io_context_t *ctxp)
 	return ret;
 }
 
-SHIM_API int io_destroy(io_context_t ctx)
+static int io_destroy_impl(io_context_t ctx)
 {
 	int saved = errno, ret = shim__io_destroy(ctx);
 
 	errno = saved;
+	if (ret == -EINVAL && ctx)
+		ret = (int)KERNEL(SYS_io_destroy, ctx, 0, 0, 0, 0, 0);
 	return ret;
+}
+
+SHIM_API int io_destroy(io_context_t ctx)
+{
+	return io_destroy_impl(ctx);
 }
 
 SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
@@ -50,7 +81,7 @@ SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
 
 	c = shim__get(ctx);
 	if (!c)
-		return -EINVAL;
+		return (int)KERNEL(SYS_io_submit, ctx, nr, ios, 0, 0, 0);
 	ret = shim__submit(c, nr, ios);
 	shim__put(c);
 	errno = saved;
@@ -66,7 +97,7 @@ int shim__io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *
 
 	c = shim__get(ctx);
 	if (!c)
-		return -EINVAL;
+		return (int)KERNEL(SYS_io_getevents, ctx, min_nr, nr, events, timeout, 0);
 	ret = shim__getevents(c, min_nr, nr, events, timeout, NULL);
 	shim__put(c);
 	errno = saved;
@@ -102,8 +133,12 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 	long ret;
 
 	c = shim__get(ctx);
-	if (!c)
-		return -EINVAL;
+	if (!c) {
+		/* The kernel's struct __aio_sigset. */
+		struct { const sigset_t *sigmask; size_t sigsetsize; } ss = { sigmask, _NSIG / 8 };
+
+		return (int)KERNEL(SYS_io_pgetevents, ctx, min_nr, nr, events, timeout, &ss);
+	}
 	ret = shim__getevents(c, min_nr, nr, events, timeout, sigmask);
 	shim__put(c);
 	errno = saved;
@@ -124,7 +159,7 @@ int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 		return -EINVAL;
 	c = shim__get(ctx);
 	if (!c)
-		return -EINVAL;
+		return (int)KERNEL(SYS_io_cancel, ctx, iocb, evt, 0, 0, 0);
 	ret = shim__cancel(c, iocb);
 	shim__put(c);
 	errno = saved;
@@ -162,10 +197,7 @@ SHIM_API int io_queue_init(int maxevents, io_context_t *ctxp)
 
 SHIM_API int io_queue_release(io_context_t ctx)
 {
-	int saved = errno, ret = shim__io_destroy(ctx);
-
-	errno = saved;
-	return ret;
+	return io_destroy_impl(ctx);
 }
 
 /* Run the callbacks stored in iocb->data of every event ready now. */

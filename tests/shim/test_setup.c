@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -124,4 +125,24 @@ Test(setup, many_contexts)
 		T_EXPECT(io_getevents(ctx[i], 0, 1, &ev, &zero), 0);
 		T_EXPECT(io_destroy(ctx[i]), 0);
 	}
+}
+
+/* A context made with the raw system call still works through libaio's
+ * functions: the shim hands contexts it does not own to the kernel. */
+Test(setup, raw_kernel_context)
+{
+	io_context_t ctx = 0;
+	int fd = t_file(8192, 5);
+	char buf[4096];
+	struct iocb cb;
+	struct io_event ev;
+
+	cr_assert_eq(syscall(SYS_io_setup, 8, &ctx), 0, "io_setup: %s", strerror(errno));
+	io_prep_pread(&cb, fd, buf, sizeof(buf), 4096);
+	cr_assert_eq(t_do(ctx, &cb), 4096);
+	t_check(buf, sizeof(buf), 4096, 5);
+	T_EXPECT(io_cancel(ctx, &cb, &ev), -EINVAL);
+	T_EXPECT(io_destroy(ctx), 0);
+	T_EXPECT(io_destroy(ctx), -EINVAL);
+	close(fd);
 }
