@@ -44,9 +44,35 @@
  * is decided by the measurements below. O_DIRECT goes to the ring unless
  * the backend is THREADS, which keeps io_uring out of the context entirely.
  *
- * MEASURED (Linux 6.18, ext4 on virtio, 2 cores shared with other builds;
- * medians of 5 runs, scratch program, 2 GiB file made cold before each run):
- *   see AUTO_* below and the report; filled in from the runs.
+ * MEASURED (Linux 6.18, ext4 on virtio, read_ahead_kb 8192, 2 cores shared
+ * with other engineers' builds: load 5-17, so single runs swing 2x; the
+ * numbers are alternating runs side by side, fsaio-bench on a 1 GiB file
+ * made cold before each run, 3 s each):
+ *   cold random 4 KiB, depth 32, IOPS (3 runs)   THREADS   URING   AUTO-then
+ *                                                 46.0k     41.2k   36.6k
+ *                                                 38.4k     51.8k   59.1k
+ *                                                 22.6k     18.0k   30.6k
+ *     CPU s/GiB                                   3.0-4.8   1.4-1.6
+ *   cold random 64 KiB, depth 16, MiB/s           428-552   318-546
+ *     CPU s/GiB                                   0.70-1.04 0.43-0.52
+ *   cold random 1 MiB, depth 8, MiB/s             939-1010  924-1060 (CPU equal)
+ *   cold sequential 128 KiB, depth 8, MiB/s       264-497   243-515  (94-99% inline:
+ *                                                 the kernel's readahead serves it)
+ * Throughput is a tie within the noise everywhere; a small read miss costs a
+ * third of the CPU through the ring, so AUTO sends read misses under
+ * AUTO_RING_MAX there. O_DIRECT random 4 KiB at depth 32 through the ring
+ * with this thread against kernel AIO (libaio) O_DIRECT, 14 alternating
+ * pairs: median IOPS 82.5k vs 85.9k and 50.2k vs 49.6k in two sets (pair
+ * ratios' median 0.94 and 0.97). One io_uring_enter per fsaio_submit call
+ * (fsaio__uring_flush) rather than per request made no difference beyond
+ * the noise; nor did IORING_SETUP_COOP_TASKRUN (not used: a submitter that
+ * sleeps in getevents must still run the task work).
+ *
+ * Large cached reads, split across workers: not done. One 2-thread split
+ * against one pread of the same cached range (best of 5, 3 sets):
+ * 64 KiB 0.32-0.35x, 256 KiB 0.81-0.87x, 1 MiB 0.95-1.23x, 4 MiB
+ * 0.71-0.89x, 16 MiB 0.60-1.49x: with 2 cores, both busy with other work,
+ * there is no idle core for a second copier to use.
  */
 #include <errno.h>
 #include <fcntl.h>
