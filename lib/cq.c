@@ -168,7 +168,12 @@ FSAIO__API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 		r = syscall(SYS_futex, &cq->seq, FUTEX_WAIT_PRIVATE, seen, relp, NULL, 0);
 		pthread_mutex_lock(&cq->lock);
 		cq->waiters--;
-		if (r < 0 && errno == EINTR && !got && !cq->count) {
+		/* A signal ends the wait, as it ends io_getevents: what was
+		 * collected is returned, and -EINTR only when that is nothing. */
+		if (r < 0 && errno == EINTR) {
+			got += take(ctx, nr - got, events + got);
+			if (got)
+				break;
 			pthread_mutex_unlock(&cq->lock);
 			errno = saved;
 			return -EINTR;

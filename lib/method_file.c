@@ -115,6 +115,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	bool write = fsaio__is_write(r);
 	uint32_t refused = write ? FSAIO__FD_NOWAIT_WBAD : FSAIO__FD_NOWAIT_RBAD;
 	struct iovec tmp[INLINE_IOV];
+	int ret;
 
 	if (!total) {
 		fsaio__complete(ctx, r, 0, b);
@@ -128,10 +129,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__miss(ctx, r, b);
 		return 0;
 	}
-	if (fi.flags & refused) {
-		start_resident(ctx, r, fi, b);
-		return 0;
-	}
+	if (fi.flags & refused)
+		return start_resident(ctx, r, fi, b);
 	if (!(ctx->flags & FSAIO_CTX_NO_PROBE) &&
 	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
 	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
@@ -172,25 +171,10 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			continue;
 		if ((n == -EOPNOTSUPP || n == -EINVAL) && !(r->rw_flags & RWF_NOWAIT)) {
 			fsaio__fd_set(ctx, r->fd, refused);
-			start_resident(ctx, r, fi, b);
-			return 0;
+			return start_resident(ctx, r, fi, b);
 		}
-		if ((n == -EBADF || n == -ESPIPE) && !r->done_) {
-			/* The fd number may now name another file: learn it again
-			 * and let its own method start the request. */
-			struct fsaio__fdinfo now;
-			int ret = fsaio__fd_refresh(ctx, r->fd, &now);
-
-			if (ret)
-				return ret;
-			if (now.kind != FSAIO__KIND_FILE || now.flags != fi.flags) {
-				r->method_ = now.kind;
-				r->priv_[1] = !(now.flags & FSAIO__FD_SEEKABLE);
-				if (!(now.flags & (write ? FSAIO__FD_WRITE : FSAIO__FD_READ)))
-					return -EBADF;
-				return fsaio__methods[now.kind]->start(ctx, r, now, b);
-			}
-		}
+		if (stale(ctx, r, fi, n, b, &ret))
+			return ret;
 		fsaio__complete(ctx, r, fsaio__result(r, n), b);
 		return 0;
 	}
