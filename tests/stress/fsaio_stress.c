@@ -263,8 +263,12 @@ static void *watchdog_main(void *arg)
 			 * a core dump of the stuck threads is the best evidence. */
 			fprintf(stderr, "fsaio_stress: watchdog: scenario '%s' still running after %d s, aborting\n",
 				wd.name, SCENARIO_LIMIT_S);
-			if (has_failed())
+			/* trylock: a thread stuck while holding it must not
+			 * stop the abort. */
+			if (has_failed() && pthread_mutex_trylock(&fail_lock) == 0) {
 				fprintf(stderr, "fsaio_stress: first failure: %s\n", fail_msg);
+				pthread_mutex_unlock(&fail_lock);
+			}
 			fflush(stderr);
 			abort();
 		}
