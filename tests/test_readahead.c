@@ -47,13 +47,11 @@ static uint64_t ra_limit(int fd)
 	return kb < 0 ? 128 * KiB : (uint64_t)kb * KiB;
 }
 
-/* A file long enough for a stream to pass the engine's warm-up and go on. */
+/* How far a stream runs before the engine judges the kernel's readahead
+ * (the files are extended with ftruncate: holes cost no disk, so no cap). */
 static uint64_t warm_bytes(int fd)
 {
-	uint64_t w = 2 * ra_limit(fd) + 1 * MiB;
-	if (w > 192 * MiB)
-		cr_assert_fail("read_ahead_kb too large for a test stream");
-	return w;
+	return 2 * ra_limit(fd) + 1 * MiB;
 }
 
 static int64_t read1(fsaio_ctx_t *ctx, int fd, uint8_t *buf, size_t len, uint64_t off)
