@@ -245,9 +245,7 @@ static const char *find_shim(const char *opt)
 		char *slash = strrchr(exe, '/');
 		if (slash) {
 			*slash = 0;
-			snprintf(buf, sizeof(buf), "%s/../lib/shim/libfsaio-libaio.so", exe);
-			if (access(buf, R_OK) == 0)
-				return buf;
+			/* build/bench/ beside build/lib/, or bin/ beside lib/ */
 			snprintf(buf, sizeof(buf), "%s/../lib/libfsaio-libaio.so", exe);
 			if (access(buf, R_OK) == 0)
 				return buf;

@@ -13,7 +13,7 @@
 #
 #   run.sh [-f FILE] [-s SHIM.so] [-r HOT_SECONDS] [-n REPEATS]
 # FILE defaults to ./fsaio-fio-1g.dat (on disk, not tmpfs); SHIM to the
-# build tree's lib/shim/libfsaio-libaio.so or the installed one. Needs root
+# build tree's lib/libfsaio-libaio.so or the installed one. Needs root
 # for nothing: the cache is dropped per file with POSIX_FADV_DONTNEED.
 set -euo pipefail
 
@@ -32,8 +32,8 @@ while getopts f:s:r:n:h opt; do
 	esac
 done
 if [ -z "$shim" ]; then
-	for c in "$here/../../build/lib/shim/libfsaio-libaio.so" \
-		 "$here/../../build-shim/lib/shim/libfsaio-libaio.so" \
+	for c in "$here/../../build/lib/libfsaio-libaio.so" \
+		 "$here/../../build-shim/lib/libfsaio-libaio.so" \
 		 /usr/local/lib/x86_64-linux-gnu/libfsaio-libaio.so /usr/lib/x86_64-linux-gnu/libfsaio-libaio.so; do
 		[ -r "$c" ] && { shim=$c; break; }
 	done
