@@ -209,7 +209,7 @@ static inline bool fsaio__is_stream(const struct fsaio_req *r) { return r->priv_
 enum {
 	FSAIO__P2_SEQ = 1u << 0,        /* part of a sequential stream (readahead.c) */
 	FSAIO__P2_KERNEL_RA = 1u << 1,  /* a NOWAIT miss already started readahead */
-	FSAIO__P2_CANCEL = 1u << 2,     /* fsaio_cancel asked the ring: -ECANCELED is final */
+	/* 1u << 2 free: cancels are tracked in uring.c, not in the request */
 	FSAIO__P2_EFAULT_RETRY = 1u << 3, /* uring.c: resubmitted once after an -EFAULT */
 };
 /* The iovecs of what remains after req->done_; returns the count, fills *out

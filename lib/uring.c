@@ -25,7 +25,8 @@
  * Request states: a request in the ring is WAITING; cancel sends an async
  * cancel and waits for its answer (0: the request ends with -ECANCELED;
  * -EALREADY/-ENOENT, i.e. already at the device or completing: -EBUSY).
- * P2_CANCEL marks requests the caller cancelled: any other -ECANCELED or
+ * uring.cancels lists the requests the caller cancelled (the canceller must
+ * not write into a request that may complete under it): any other -ECANCELED or
  * -EINTR (io_uring cancels io-wq work of a submitting thread that exits)
  * is resubmitted, so the caller never sees a cancel it did not ask for.
  * The same exit fails a buffered read waiting for its page with -EFAULT
@@ -102,6 +103,7 @@
 #define UD_IGNORE 2u            /* destroy's cancel-all: nobody waits */
 #define UD_STOP 4u              /* destroy's wake-up NOP */
 
+#define CANCEL_MAX 64           /* cancels in progress at once; beyond: -EBUSY */
 #define SQ_MAX 256
 #define CQ_MAX 65536
 
@@ -114,6 +116,9 @@ struct fsaio__uring {
 	 * lock when there is nothing to do. */
 	_Atomic bool pending;
 	_Atomic unsigned inflight; /* requests with an SQE or CQE outstanding */
+	/* sq_lock: requests fsaio_cancel asked the ring to take back; an entry
+	 * goes when the -ECANCELED arrives or the cancel failed. */
+	struct fsaio_req *cancels[CANCEL_MAX];
 	pthread_t thread;       /* immutable once published */
 	struct fsaio_ctx *ctx;  /* immutable */
 };
@@ -274,6 +279,22 @@ static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool d
 	return ret;
 }
 
+/* Whether r's -ECANCELED is the caller's cancel (and forget it). */
+static bool asked_cancel(struct fsaio__uring *u, struct fsaio_req *r)
+{
+	bool mine = false;
+
+	pthread_mutex_lock(&u->sq_lock);
+	for (unsigned i = 0; i < CANCEL_MAX && !mine; i++) {
+		if (u->cancels[i] == r) {
+			u->cancels[i] = NULL;
+			mine = true;
+		}
+	}
+	pthread_mutex_unlock(&u->sq_lock);
+	return mine;
+}
+
 /* One CQE of a request: continue, or complete. Runs on the thread. */
 static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 		   struct fsaio__batch *b)
@@ -289,8 +310,7 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 		r->done_ += (uint64_t)res;
 		FSAIO__INC(ctx, bytes_uring, (uint64_t)res);
 	}
-	if (res == -ECANCELED &&
-	    (__atomic_load_n(&r->priv_[2], __ATOMIC_ACQUIRE) & FSAIO__P2_CANCEL)) {
+	if (res == -ECANCELED && asked_cancel(u, r)) {
 		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 		FSAIO__INC(ctx, cancelled, 1);
 		fsaio__complete(ctx, r, -ECANCELED, b);
@@ -491,7 +511,7 @@ int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer)
 	u = get(ctx);
 	if (!u)
 		return -EOPNOTSUPP;
-	r->priv_[2] &= ~(uint64_t)(FSAIO__P2_CANCEL | FSAIO__P2_EFAULT_RETRY);
+	r->priv_[2] &= ~(uint64_t)FSAIO__P2_EFAULT_RETRY;
 	return queue(u, r, false, defer);
 }
 
@@ -499,30 +519,45 @@ int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
 	struct cancel_wait w = { .done = 0, .res = 0 };
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe *sqe = NULL;
+	unsigned slot = CANCEL_MAX;
 	int ret;
 
 	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
 		return -EBUSY;
 	pthread_mutex_lock(&u->sq_lock);
-	if (u->stopping || fsaio__state_get(r) != FSAIO__WAITING ||
+	for (unsigned i = 0; i < CANCEL_MAX && slot == CANCEL_MAX; i++)
+		if (!u->cancels[i])
+			slot = i;
+	/* r is not written here: it may complete (and be reused) at any time
+	 * until the answer; only its address is used. */
+	if (u->stopping || slot == CANCEL_MAX || fsaio__state_get(r) != FSAIO__WAITING ||
 	    !(sqe = get_sqe(u))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return -EBUSY;
 	}
-	/* Set before the cancel can take effect; the thread reads it when the
-	 * request's -ECANCELED arrives, which is after this submit. */
-	__atomic_fetch_or(&r->priv_[2], (uint64_t)FSAIO__P2_CANCEL, __ATOMIC_RELEASE);
+	u->cancels[slot] = r;
 	io_uring_prep_cancel(sqe, r, 0);
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)&w | TAG_CANCEL));
 	ret = flush(u);
+	if (ret)
+		u->cancels[slot] = NULL;
 	pthread_mutex_unlock(&u->sq_lock);
 	if (ret)
 		return -EBUSY;
 	while (!atomic_load_explicit(&w.done, memory_order_acquire))
 		syscall(SYS_futex, &w.done, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-	/* -ENOENT: between two pieces, or completing; -EALREADY: at the device. */
-	return w.res == 0 ? 0 : -EBUSY;
+	/* -ENOENT: between two pieces, or completing; -EALREADY: at the device.
+	 * Then the request goes on, and a later stray -ECANCELED (a submitting
+	 * thread that exits) must be resubmitted, not taken as ours. */
+	if (w.res != 0) {
+		pthread_mutex_lock(&u->sq_lock);
+		if (u->cancels[slot] == r)
+			u->cancels[slot] = NULL;
+		pthread_mutex_unlock(&u->sq_lock);
+		return -EBUSY;
+	}
+	return 0;
 }
 
 void fsaio__uring_stop(struct fsaio_ctx *ctx)
