@@ -228,8 +228,8 @@ void bench_case_label(const struct bench_case *c, char *buf, size_t n)
 		 c->rw == RW_READ ? "read" : c->rw == RW_WRITE ? "write" : "mix70/30", bs, c->depth);
 }
 
-/* Where the shim is: --shim, $FSAIO_SHIM, next to this program in the build
- * tree (build/bench/../lib/shim), or the installed one. */
+/* Where the shim is: --shim, $FSAIO_SHIM, beside libfsaio.so relative to
+ * this program (build tree or install), or the configured install path. */
 static const char *find_shim(const char *opt)
 {
 	static char buf[PATH_MAX + 64];
