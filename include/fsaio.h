@@ -122,7 +122,8 @@ enum {
  * Context parameters; zero means the default. A completion callback, when
  * set, receives every event instead of the context's queue (getevents then
  * returns nothing): it runs on the thread that completed the request (the
- * submitter, a worker, or destroy), must not block nor call into this
+ * submitter, a worker, the io_uring or poller thread, or destroy), must not
+ * block nor call into this
  * context, and the request is the caller's again from the moment it is called.
  */
 struct fsaio_params {
