@@ -228,3 +228,47 @@ Test(backend, bad_backend_is_refused)
 	T_ASSERT_RET(fsaio_ctx_create(&p, &ctx), -EINVAL);
 	cr_assert_null(ctx);
 }
+
+Test(backend, cancel_of_misses_in_flight)
+{
+	int fd = t_tmpfile(32 * MiB, 17);
+
+	for (unsigned b = 0; b < NB; b++) {
+		enum { N = 64, LEN = 16 * KiB };
+		uint8_t *buf = malloc((size_t)N * LEN);
+		struct fsaio_req req[N], *rp[N];
+		struct fsaio_event ev[N];
+		int ret[N];
+
+		t_make_cold(fd);
+		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		for (unsigned i = 0; i < N; i++) {
+			fsaio_prep_pread(&req[i], fd, buf + (size_t)i * LEN, LEN,
+					 (int64_t)((i * 29) % N) * 400 * KiB);
+			rp[i] = &req[i];
+		}
+		t_submit(ctx, rp, N);
+		for (unsigned i = 0; i < N; i++) {
+			ret[i] = T_CALL(fsaio_cancel(ctx, &req[i]));
+			cr_assert(ret[i] == 0 || ret[i] == -EBUSY || ret[i] == -EINVAL,
+				  "cancel: %d", ret[i]);
+		}
+		t_reap_all(ctx, N, ev, T_EVENT_TIMEOUT_MS);
+		t_match_events(ev, N, rp, N);
+		unsigned cancelled = 0;
+		for (unsigned i = 0; i < N; i++) {
+			const struct fsaio_event *e = t_event_of(ev, N, &req[i]);
+
+			if (ret[i] == 0) {
+				cr_assert_eq(e->res, -ECANCELED);
+				cancelled++;
+			} else {
+				cr_assert_eq(e->res, LEN, "res %lld", (long long)e->res);
+				t_check_pattern(req[i].buf, LEN, (uint64_t)req[i].offset, 17);
+			}
+		}
+		cr_assert_eq(t_stats(ctx).cancelled, cancelled);
+		t_ctx_destroy(ctx);
+		free(buf);
+	}
+}

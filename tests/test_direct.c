@@ -321,3 +321,40 @@ Test(direct, destroy_drains_the_ring)
 	}
 	close(fd);
 }
+
+Test(direct, vectored_and_nowait)
+{
+	int bfd = t_tmpfile(4 * MiB, 10);
+	t_make_cold(bfd);
+	int fd = t_reopen(bfd, O_RDONLY | O_DIRECT);
+
+	for (unsigned b = 0; b < NB; b++) {
+		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		uint8_t *buf = abuf(256 * KiB);
+		struct iovec iov[3] = {
+			{ buf, 4 * KiB }, { buf + 64 * KiB, 60 * KiB }, { buf + 128 * KiB, 8 * KiB },
+		};
+		struct fsaio_req req[2], *rp[2] = { &req[0], &req[1] };
+		struct fsaio_event ev[2];
+
+		fsaio_prep_preadv(&req[0], fd, iov, 3, 1 * MiB);
+		/* RWF_NOWAIT: the whole range, or -EAGAIN if the I/O could not
+		 * be issued without waiting; never a wrong byte. */
+		fsaio_prep_pread(&req[1], fd, buf + 192 * KiB, 64 * KiB, 2 * MiB);
+		req[1].rw_flags = RWF_NOWAIT;
+		t_submit(ctx, rp, 2);
+		t_reap_all(ctx, 2, ev, T_EVENT_TIMEOUT_MS);
+		const struct fsaio_event *v = t_event_of(ev, 2, &req[0]);
+		const struct fsaio_event *n = t_event_of(ev, 2, &req[1]);
+		cr_assert_eq(v->res, 72 * KiB);
+		t_check_pattern(buf, 4 * KiB, 1 * MiB, 10);
+		t_check_pattern(buf + 64 * KiB, 60 * KiB, 1 * MiB + 4 * KiB, 10);
+		t_check_pattern(buf + 128 * KiB, 8 * KiB, 1 * MiB + 64 * KiB, 10);
+		cr_assert(n->res == 64 * KiB || n->res == -EAGAIN, "NOWAIT res %lld", (long long)n->res);
+		if (n->res > 0)
+			t_check_pattern(buf + 192 * KiB, 64 * KiB, 2 * MiB, 10);
+		t_ctx_destroy(ctx);
+		free(buf);
+	}
+	close(fd);
+}
