@@ -65,12 +65,17 @@
  * Throughput is a tie within the noise everywhere; a small read miss costs a
  * third of the CPU through the ring, so AUTO sends read misses under
  * AUTO_RING_MAX there. O_DIRECT random 4 KiB at depth 32 through the ring
- * with this thread against kernel AIO (libaio) O_DIRECT, 14 alternating
- * pairs: median IOPS 82.5k vs 85.9k and 50.2k vs 49.6k in two sets (pair
- * ratios' median 0.94 and 0.97). One io_uring_enter per fsaio_submit call
- * (fsaio__uring_flush) rather than per request made no difference beyond
- * the noise; nor did IORING_SETUP_COOP_TASKRUN (not used: a submitter that
- * sleeps in getevents must still run the task work).
+ * with this thread against kernel AIO (libaio) O_DIRECT, 5 sets of 3-7
+ * alternating pairs: the pairs' median ratio per set 0.94, 0.97, 1.05,
+ * 0.96, 0.92; CPU per I/O 2.4-3.6 us against 2.2-3.0 us, context switches
+ * 0.10 per I/O against 0.03: the completion costs a wake of this thread
+ * and one of the reaper, where kernel AIO wakes only the reaper. Tried and
+ * dropped: waiting for several CQEs at once (io_uring_wait_cqes with a
+ * 50 us timeout: 0.17 switches and 3.9-6.6 us CPU per I/O, slower);
+ * IORING_SETUP_COOP_TASKRUN (no change; and a submitter asleep in
+ * getevents must still run the task work). One io_uring_enter per
+ * fsaio_submit call (fsaio__uring_flush) rather than per request is kept:
+ * no difference beyond the noise here, fewer syscalls in any case.
  *
  * Large cached reads, split across workers: not done. One 2-thread split
  * against one pread of the same cached range (best of 5, 3 sets):
