@@ -25,6 +25,12 @@
  * Request states: a request in the ring is WAITING; cancel sends an async
  * cancel and waits for its answer (0: the request ends with -ECANCELED;
  * -EALREADY/-ENOENT, i.e. already at the device or completing: -EBUSY).
+ * In practice a read in the ring cannot be taken back: 64 cold 16 KiB reads
+ * cancelled right after submit, 3 runs each, gave 0 cancelled, -EBUSY for
+ * the rest (O_DIRECT: the bio is issued at submit; buffered: the read
+ * waits on its page through a wake-up, which io_uring's cancel does not
+ * reach). A caller who needs cancel of misses asks for THREADS, whose
+ * queued requests are taken back.
  * uring.cancels lists the requests the caller cancelled (the canceller must
  * not write into a request that may complete under it): any other -ECANCELED or
  * -EINTR (io_uring cancels io-wq work of a submitting thread that exits)
