@@ -80,7 +80,8 @@ struct fsaio_req {
 	void *user_data;        /* returned in the event */
 	union {
 		void *buf;                  /* PREAD, PWRITE */
-		const struct iovec *iov;    /* PREADV, PWRITEV: must stay valid until the event */
+		const struct iovec *iov;    /* PREADV, PWRITEV: read at submit (len entries) and
+					     * again by retries: must stay valid until the event */
 	};
 	uint64_t len;           /* bytes (PREAD/PWRITE) or iovec count (PREADV/PWRITEV) */
 	int64_t offset;         /* file offset; -1 on pipes and sockets means "no offset" */
@@ -105,7 +106,7 @@ struct fsaio_event {
 	void *user_data;        /* req->user_data */
 	struct fsaio_req *req;  /* the request, now the caller's again */
 	int64_t res;            /* bytes transferred, or -errno */
-	int64_t res2;           /* bytes transferred before a -ECANCELED or error result, else 0 */
+	int64_t res2;           /* with res -ECANCELED: bytes transferred before the cancel; else 0 */
 };
 
 /* fsaio_params.flags */
@@ -182,8 +183,10 @@ FSAIO_API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned n
 FSAIO_API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 			      struct fsaio_event *events, const struct timespec *timeout);
 
-/* Cancel a request whose retry has not started: 0, and its event arrives with
- * -ECANCELED. -EBUSY if it is running or completing, -EINVAL if not in flight here. */
+/* Cancel a request whose retry has not started (queued for a worker, or
+ * waiting for readiness): 0, and its event arrives with -ECANCELED. -EBUSY if
+ * it is running, completing, or in the io_uring ring (which does not give
+ * requests back); -EINVAL if it is not in flight on this context. */
 FSAIO_API int fsaio_cancel(fsaio_ctx_t *ctx, struct fsaio_req *req);
 
 /* An eventfd, owned by the context, readable exactly while events are pending. */
