@@ -224,6 +224,8 @@ int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
  * RWF_NOWAIT completes it with what was done or -EAGAIN. */
 /* fsync/fdatasync on a worker (method_blocking.c). */
 int64_t fsaio__sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* FSAIO_OP_POLL with poll(2) on a worker (method_blocking.c). */
+int64_t fsaio__poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
 void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
 
 /* fdtable.c */

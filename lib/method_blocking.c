@@ -32,7 +32,9 @@ int64_t fsaio__sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	return ret < 0 ? -errno : 0;
 }
 
-static int64_t poll_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
+/* FSAIO_OP_POLL on a worker: wait for the events with poll(2). Shared with
+ * the pollable method for fds its poller cannot watch. */
+int64_t fsaio__poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct pollfd pfd = { r->fd, (short)r->len, 0 };
 	int n;
@@ -49,7 +51,7 @@ static int64_t retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	if (r->opcode == FSAIO_OP_FSYNC || r->opcode == FSAIO_OP_FDSYNC)
 		return fsaio__sync_retry(ctx, r);
 	if (r->opcode == FSAIO_OP_POLL)
-		return poll_retry(ctx, r);
+		return fsaio__poll_blocking(ctx, r);
 	return fsaio__rw_blocking(ctx, r);
 }
 

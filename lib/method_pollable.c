@@ -274,16 +274,8 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
  * or that could not be parked at all. */
 static int64_t retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
-	if (r->opcode == FSAIO_OP_POLL) {
-		struct pollfd pfd = { .fd = r->fd, .events = (short)r->len };
-		int n;
-
-		do {
-			FSAIO__INC(ctx, retries, 1);
-			n = poll(&pfd, 1, -1);
-		} while (n < 0 && errno == EINTR);
-		return n < 0 ? -errno : (int64_t)(unsigned short)pfd.revents;
-	}
+	if (r->opcode == FSAIO_OP_POLL)
+		return fsaio__poll_blocking(ctx, r);
 	if (!fsaio__is_rw(r))
 		return fsaio__sync_retry(ctx, r);
 	return fsaio__rw_blocking(ctx, r);
