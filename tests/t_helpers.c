@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/io_uring.h>
 #include <linux/magic.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -380,6 +381,24 @@ fsaio_ctx_t *t_ctx(const struct fsaio_params *p)
 	cr_assert_eq(r, 0, "fsaio_ctx_create: %d (%s)", r, strerror(-r));
 	cr_assert_not_null(ctx);
 	return ctx;
+}
+
+fsaio_ctx_t *t_ctx_backend(uint32_t backend)
+{
+	struct fsaio_params p = { .miss_backend = backend };
+
+	return t_ctx(&p);
+}
+
+bool t_ring_ok(void)
+{
+	struct io_uring_params p = { 0 };
+	long fd = syscall(__NR_io_uring_setup, 1, &p);
+
+	if (fd < 0)
+		return false;
+	close((int)fd);
+	return true;
 }
 
 fsaio_ctx_t *t_pool_ctx(const struct fsaio_params *p)

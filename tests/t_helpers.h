@@ -96,6 +96,11 @@ void t_make_hot(int fd, uint64_t off, uint64_t len);
 
 /* Context and call wrappers that assert success and errno untouched. */
 fsaio_ctx_t *t_ctx(const struct fsaio_params *p);
+/* A context whose misses go to the given FSAIO_BACKEND_*. */
+fsaio_ctx_t *t_ctx_backend(uint32_t backend);
+/* Whether this process may use io_uring at all (a seccomp filter or the
+ * io_uring_disabled sysctl may deny it; the engine falls back then). */
+bool t_ring_ok(void);
 /* A context whose misses go to the worker pool (FSAIO_BACKEND_THREADS):
  * for the tests that assert the pool's counters (queued, bytes_worker,
  * pool_queue_len), which another backend would not touch. */

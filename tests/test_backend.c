@@ -22,23 +22,6 @@ static const uint32_t backends[] = {
 };
 #define NB (sizeof(backends) / sizeof(backends[0]))
 
-static bool ring_ok(void)
-{
-	struct io_uring_params p = { 0 };
-	long fd = syscall(__NR_io_uring_setup, 1, &p);
-
-	if (fd < 0)
-		return false;
-	close((int)fd);
-	return true;
-}
-
-static fsaio_ctx_t *ctx_for(uint32_t backend)
-{
-	struct fsaio_params p = { .miss_backend = backend };
-	return t_ctx(&p);
-}
-
 /* One read of [off, off+len) on fd; returns the event's res. */
 static int64_t read1(fsaio_ctx_t *ctx, int fd, uint8_t *buf, size_t len, uint64_t off)
 {
@@ -56,11 +39,11 @@ static void check_path(fsaio_ctx_t *ctx, uint32_t backend)
 {
 	struct fsaio_stats st = t_stats(ctx);
 
-	if (backend == FSAIO_BACKEND_URING && ring_ok()) {
+	if (backend == FSAIO_BACKEND_URING && t_ring_ok()) {
 		cr_assert_gt(st.uring_submissions, 0);
 		cr_assert_eq(st.queued, 0);
 		cr_assert_gt(st.bytes_uring, 0);
-	} else if (backend == FSAIO_BACKEND_THREADS || !ring_ok()) {
+	} else if (backend == FSAIO_BACKEND_THREADS || !t_ring_ok()) {
 		cr_assert_eq(st.uring_submissions, 0);
 		cr_assert_gt(st.queued, 0);
 	}
@@ -76,7 +59,7 @@ Test(backend, cold_read)
 		uint8_t *buf = malloc(len);
 
 		t_make_cold(fd);
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		cr_assert_eq(read1(ctx, fd, buf, len, off), (int64_t)len);
 		t_check_pattern(buf, len, off, 11);
 		check_path(ctx, backends[b]);
@@ -95,7 +78,7 @@ Test(backend, half_cached_read)
 
 		t_make_cold(fd);
 		t_make_hot(fd, 0, 512 * KiB);
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		cr_assert_eq(read1(ctx, fd, buf, len, 0), (int64_t)len);
 		t_check_pattern(buf, len, 0, 12);
 		struct fsaio_stats st = t_stats(ctx);
@@ -118,7 +101,7 @@ Test(backend, eof_crossing_read)
 		uint8_t *buf = malloc(64 * KiB);
 
 		t_make_cold(fd);
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		cr_assert_eq(read1(ctx, fd, buf, 64 * KiB, 280000), (int64_t)(size - 280000));
 		t_check_pattern(buf, size - 280000, 280000, 13);
 		/* At and past EOF: 0. */
@@ -144,7 +127,7 @@ Test(backend, cold_vectored_read_many_in_flight)
 		struct fsaio_event ev[N];
 
 		t_make_cold(fd);
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		for (unsigned i = 0; i < N; i++) {
 			uint8_t *p = buf + per * i;
 			for (unsigned k = 0; k < SEG; k++) {
@@ -177,7 +160,7 @@ Test(backend, writes_are_right_on_every_backend)
 		uint64_t off = b * LEN + 100;
 
 		t_make_cold(fd);
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		t_fill_pattern(buf, LEN, off, seed);
 		struct fsaio_req req;
 		struct fsaio_event ev;
@@ -198,14 +181,14 @@ Test(backend, env_selects_the_backend)
 
 	setenv("FSAIO_BACKEND", "threads", 1);
 	t_make_cold(fd);
-	fsaio_ctx_t *ctx = ctx_for(FSAIO_BACKEND_AUTO);
+	fsaio_ctx_t *ctx = t_ctx_backend(FSAIO_BACKEND_AUTO);
 	cr_assert_eq(read1(ctx, fd, buf, sizeof(buf), 4096), (int64_t)sizeof(buf));
 	check_path(ctx, FSAIO_BACKEND_THREADS);
 	t_ctx_destroy(ctx);
 
 	setenv("FSAIO_BACKEND", "uring", 1);
 	t_make_cold(fd);
-	ctx = ctx_for(FSAIO_BACKEND_AUTO);
+	ctx = t_ctx_backend(FSAIO_BACKEND_AUTO);
 	cr_assert_eq(read1(ctx, fd, buf, sizeof(buf), 4096), (int64_t)sizeof(buf));
 	check_path(ctx, FSAIO_BACKEND_URING);
 	t_check_pattern(buf, sizeof(buf), 4096, 16);
@@ -213,7 +196,7 @@ Test(backend, env_selects_the_backend)
 
 	/* A parameter other than AUTO wins over the environment. */
 	t_make_cold(fd);
-	ctx = ctx_for(FSAIO_BACKEND_THREADS);
+	ctx = t_ctx_backend(FSAIO_BACKEND_THREADS);
 	cr_assert_eq(read1(ctx, fd, buf, sizeof(buf), 4096), (int64_t)sizeof(buf));
 	check_path(ctx, FSAIO_BACKEND_THREADS);
 	t_ctx_destroy(ctx);
@@ -241,7 +224,7 @@ Test(backend, cancel_of_misses_in_flight)
 		int ret[N];
 
 		t_make_cold(fd);
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		for (unsigned i = 0; i < N; i++) {
 			fsaio_prep_pread(&req[i], fd, buf + (size_t)i * LEN, LEN,
 					 (int64_t)((i * 29) % N) * 400 * KiB);

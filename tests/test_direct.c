@@ -24,25 +24,6 @@ TestSuite(direct, .init = t_setup, .fini = t_teardown, .timeout = 60);
 static const uint32_t backends[] = { FSAIO_BACKEND_URING, FSAIO_BACKEND_THREADS };
 #define NB (sizeof(backends) / sizeof(backends[0]))
 
-/* Whether this process may use io_uring at all (a seccomp filter or the
- * io_uring_disabled sysctl may deny it; the engine falls back then). */
-static bool ring_ok(void)
-{
-	struct io_uring_params p = { 0 };
-	long fd = syscall(__NR_io_uring_setup, 1, &p);
-
-	if (fd < 0)
-		return false;
-	close((int)fd);
-	return true;
-}
-
-static fsaio_ctx_t *ctx_for(uint32_t backend)
-{
-	struct fsaio_params p = { .miss_backend = backend };
-	return t_ctx(&p);
-}
-
 static void *abuf(size_t len)
 {
 	void *p = NULL;
@@ -56,7 +37,7 @@ static void check_path(fsaio_ctx_t *ctx, uint32_t backend, unsigned nreq)
 {
 	struct fsaio_stats st = t_stats(ctx);
 
-	if (backend == FSAIO_BACKEND_URING && ring_ok()) {
+	if (backend == FSAIO_BACKEND_URING && t_ring_ok()) {
 		cr_assert_geq(st.uring_submissions, nreq);
 		cr_assert_eq(st.queued, 0);
 	} else {
@@ -73,7 +54,7 @@ Test(direct, aligned_reads_verify)
 
 	for (unsigned b = 0; b < NB; b++) {
 		enum { N = 16, LEN = 64 * KiB };
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		uint8_t *buf = abuf((size_t)N * LEN);
 		struct fsaio_req req[N], *rp[N];
 		struct fsaio_event ev[N];
@@ -106,7 +87,7 @@ Test(direct, aligned_writes_verify)
 	for (unsigned b = 0; b < NB; b++) {
 		enum { N = 4, LEN = 128 * KiB };
 		unsigned seed = 20 + b;
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		uint8_t *buf = abuf((size_t)N * LEN);
 		struct fsaio_req req[N + 1], *rp[N + 1];
 		struct fsaio_event ev[N + 1];
@@ -151,7 +132,7 @@ Test(direct, misaligned_gives_einval_in_event)
 	int fd = t_reopen(bfd, O_RDWR | O_DIRECT);
 
 	for (unsigned b = 0; b < NB; b++) {
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		uint8_t *buf = abuf(64 * KiB + ALIGN);
 		struct fsaio_req req[4], *rp[4];
 		struct fsaio_event ev[4];
@@ -185,7 +166,7 @@ Test(direct, short_read_at_eof_continues_to_eof)
 	int fd = t_reopen(bfd, O_RDONLY | O_DIRECT);
 
 	for (unsigned b = 0; b < NB; b++) {
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		uint8_t *buf = abuf(16 * KiB);
 		struct fsaio_req req[2], *rp[2] = { &req[0], &req[1] };
 		struct fsaio_event ev[2];
@@ -212,7 +193,7 @@ Test(direct, mixed_buffered_and_direct_in_one_context)
 
 	for (unsigned b = 0; b < NB; b++) {
 		enum { N = 24, LEN = 32 * KiB };
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		uint8_t *buf = abuf((size_t)N * LEN);
 		struct fsaio_req req[N], *rp[N];
 		struct fsaio_event ev[N];
@@ -235,7 +216,7 @@ Test(direct, mixed_buffered_and_direct_in_one_context)
 		}
 		struct fsaio_stats st = t_stats(ctx);
 		cr_assert_geq(st.completed_inline, N / 3);
-		if (backends[b] == FSAIO_BACKEND_URING && ring_ok())
+		if (backends[b] == FSAIO_BACKEND_URING && t_ring_ok())
 			cr_assert_geq(st.uring_submissions, N / 3);
 		t_ctx_destroy(ctx);
 		free(buf);
@@ -251,7 +232,7 @@ Test(direct, cancel_takes_back_or_answers_ebusy)
 
 	for (unsigned b = 0; b < NB; b++) {
 		enum { N = 64, LEN = 64 * KiB };
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		uint8_t *buf = abuf((size_t)N * LEN);
 		struct fsaio_req req[N], *rp[N];
 		struct fsaio_event ev[N];
@@ -329,7 +310,7 @@ Test(direct, vectored_and_nowait)
 	int fd = t_reopen(bfd, O_RDONLY | O_DIRECT);
 
 	for (unsigned b = 0; b < NB; b++) {
-		fsaio_ctx_t *ctx = ctx_for(backends[b]);
+		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
 		uint8_t *buf = abuf(256 * KiB);
 		struct iovec iov[3] = {
 			{ buf, 4 * KiB }, { buf + 64 * KiB, 60 * KiB }, { buf + 128 * KiB, 8 * KiB },
