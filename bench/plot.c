@@ -36,6 +36,11 @@ static bool in_path(const char *prog)
 	return false;
 }
 
+/* One per method, in bench_methods order, distinct from one another. */
+static const char *const colours[] = {
+	"#6a00c8", "#e377c2", "#1f77b4", "#ff7f0e", "#17becf", "#bcbd22", "#8c564b", "#000000", "#2ca02c",
+};
+
 static bool same_panel(const struct bench_case *a, const struct bench_case *b)
 {
 	return a->pattern == b->pattern && a->rw == b->rw && a->cache == b->cache &&
@@ -129,10 +134,14 @@ int bench_plot(const struct bench_report *rp, const char *png)
 					any = true;
 			if (!any)
 				continue;
-			/* libfsaio's own lines drawn heavier: they are what the plot is about. */
+			/* libfsaio's own lines drawn heavier: they are what the plot is
+			 * about; O_DIRECT ones dashed. A fixed colour per method, so
+			 * gnuplot's 8-colour cycle never gives two lines the same one. */
 			bool ours = !strncmp(bench_methods[m]->name, "fsaio", 5);
-			fprintf(g, "%s$D%u_%u using 1:2 with linespoints lw %d pt 7 ps %s title '%s'", k++ ? ", " : "",
-				p, m, ours ? 4 : 2, ours ? "1.2" : "0.8", bench_methods[m]->name);
+			fprintf(g, "%s$D%u_%u using 1:2 with linespoints lw %d dt %d lc rgb '%s' pt 7 ps %s title '%s'",
+				k++ ? ", " : "", p, m, ours ? 4 : 2, bench_methods[m]->direct ? 2 : 1,
+				colours[m % (sizeof(colours) / sizeof(colours[0]))], ours ? "1.2" : "0.8",
+				bench_methods[m]->name);
 		}
 		fprintf(g, "\n");
 	}
