@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "method.h"
@@ -30,6 +31,10 @@
  * microseconds, the probe a fraction of one. */
 #define PROBE_ALWAYS_BYTES (64 * 1024)
 #define INLINE_IOV 16
+/* The largest write done inline when the fs refuses RWF_NOWAIT for writes
+ * (ext4): cold random writes, depth 16, through the pool vs inline here:
+ * 4 KiB 103k vs 494k IOPS (kernel AIO 484k), 1 MiB 4.8k vs 2.3k. */
+#define INLINE_WRITE_MAX (64 * 1024)
 
 static bool at_eof(const struct fsaio_req *r)
 {
@@ -66,6 +71,36 @@ static bool stale(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdin
 	return true;
 }
 
+/*
+ * A buffered write blocks on the device only where it must read a page it
+ * overwrites in part: the pages that hold its first and last byte when they
+ * are not page-aligned. Whole pages are allocated and filled without a read,
+ * so a cold aligned write is as cheap as a hot one (kernel AIO's buffered
+ * 4 KiB random writes run at ~500k IOPS here, where a hand-off to a worker
+ * costs four times that). Only those edge pages are probed.
+ */
+static bool write_edges_cached(struct fsaio_ctx *ctx, const struct fsaio_req *r)
+{
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t start = (uint64_t)r->offset + r->done_;
+	uint64_t end = (uint64_t)r->offset + fsaio__total(r);
+
+	/* Large writes copy for long and meet dirty throttling: workers
+	 * overlap them better than one submitter does. */
+	if (end - start > INLINE_WRITE_MAX)
+		return false;
+
+	bool head = start % ps != 0;
+
+	if (head && fsaio__probe(ctx, r->fd, start, 1) != FSAIO__RES_HOT)
+		return false;
+	/* The last page, unless it is the first one and was just probed. */
+	if (end % ps && !(head && (end - 1) / ps == start / ps) &&
+	    fsaio__probe(ctx, r->fd, end - 1, 1) != FSAIO__RES_HOT)
+		return false;
+	return true;
+}
+
 /* The fs refused NOWAIT: copy inline only what the probe says is cached. */
 static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			   struct fsaio__fdinfo fi, struct fsaio__batch *b)
@@ -75,8 +110,9 @@ static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	bool sync = (fi.flags & FSAIO__FD_SYNC) || (r->rw_flags & (RWF_DSYNC | RWF_SYNC));
 
 	if ((ctx->flags & FSAIO_CTX_NO_PROBE) || (fsaio__is_write(r) && sync) ||
-	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset + r->done_, total - r->done_) !=
-	    FSAIO__RES_HOT) {
+	    !(fsaio__is_write(r) ? write_edges_cached(ctx, r) :
+	      fsaio__probe(ctx, r->fd, (uint64_t)r->offset + r->done_, total - r->done_) ==
+	      FSAIO__RES_HOT)) {
 		fsaio__handoff(ctx, r, b);
 		return 0;
 	}
@@ -131,7 +167,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	}
 	if (fi.flags & refused)
 		return start_resident(ctx, r, fi, b);
-	if (!(ctx->flags & FSAIO_CTX_NO_PROBE) &&
+	/* Reads only: a write needs few of its pages cached (write_edges_cached). */
+	if (!write && !(ctx->flags & FSAIO_CTX_NO_PROBE) &&
 	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
 	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);
