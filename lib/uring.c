@@ -68,9 +68,10 @@
  *   with AUTO, one fsaio-bench run of 5 reps each, twice: fsaio 1780 and
  *   1920 MiB/s, pread 1755 and 1912, io_uring buffered 1771 and 1851; 94%
  *   of the requests completed inline.
- * Throughput is a tie within the noise everywhere; a small read miss costs a
+ * Throughput looked a tie within that noise; a small read miss costs a
  * third of the CPU through the ring, so AUTO sends read misses under
- * AUTO_RING_MAX there. O_DIRECT random 4 KiB at depth 32 through the ring
+ * AUTO_RING_MAX there (see AUTO_RING_MAX for the quiet-machine figures that
+ * set it). O_DIRECT random 4 KiB at depth 32 through the ring
  * with this thread against kernel AIO (libaio) O_DIRECT, 5 sets of 3-7
  * alternating pairs: the pairs' median ratio per set 0.94, 0.97, 1.05,
  * 0.96, 0.92; CPU per I/O 2.4-3.6 us against 2.2-3.0 us, context switches
@@ -614,9 +615,17 @@ void fsaio__uring_forget(struct fsaio_ctx *ctx)
 /* AUTO, from the measurements in the DESIGN comment: writes to the pool
  * (ext4 punts buffered writes to io-wq, serialised per inode); read misses
  * smaller than AUTO_RING_MAX to the ring, where they cost a third of the
- * CPU of a parked thread for the same throughput; larger ones to the pool
- * (a tie, and a blocking read hands the kernel the whole range at once). */
-#define AUTO_RING_MAX (256u * 1024)
+ * CPU of a parked thread; larger ones to the pool. The bound was 256 KiB
+ * until a run on a quiet machine (load ~1) showed the ring behind the pool
+ * from 16 KiB up. fsaio-bench, 256 MiB, cold random reads, depth 16,
+ * 3 reps, IOPS over kernel AIO O_DIRECT's in the same run:
+ *              FSAIO_BACKEND=threads   =uring
+ *     4 KiB          0.56               0.84
+ *    16 KiB          0.66               0.50
+ *    64 KiB          0.61               0.51
+ * and the full sweep (depth 16, 1 GiB) had AUTO at 0.60 and 0.52 for 16 and
+ * 64 KiB where the plain thread pool reached 0.73 and 0.73. */
+#define AUTO_RING_MAX (16u * 1024)
 
 static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 {
