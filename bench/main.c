@@ -622,11 +622,34 @@ int main(int argc, char **argv)
 	if (shim_opt && !s.shim_path)
 		bad("--shim %s: cannot read it", shim_opt);
 
-	bool usage_error;
-	if (bench_files_prepare(s.dir, s.nfiles, s.size, &s.paths, &rp.fs, &usage_error) != 0) {
-		if (usage_error)
+	/* --list must not write a gigabyte to answer: the probes get a
+	 * one-block scratch file in --dir (O_DIRECT is a property of the file
+	 * system there), removed at once. */
+	char *probe_path = NULL;
+	if (list) {
+		void *blk;
+		if (asprintf(&probe_path, "%s/.fsaio-bench-probe.%ld", s.dir, (long)getpid()) < 0 ||
+		    posix_memalign(&blk, 4096, 4096) != 0) {
+			fprintf(stderr, "fsaio-bench: out of memory\n");
+			return 1;
+		}
+		bench_pattern_fill(blk, 4096, 0, 0);
+		int fd = open(probe_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || pwrite(fd, blk, 4096, 0) != 4096) {
+			fprintf(stderr, "fsaio-bench: --dir %s: %s\n", s.dir, strerror(errno));
 			exit(2);
-		return 1;
+		}
+		close(fd);
+		free(blk);
+		s.paths = &probe_path;
+		s.nfiles = 1;
+	} else {
+		bool usage_error;
+		if (bench_files_prepare(s.dir, s.nfiles, s.size, &s.paths, &rp.fs, &usage_error) != 0) {
+			if (usage_error)
+				exit(2);
+			return 1;
+		}
 	}
 
 	/* Which methods can run here at all. */
@@ -639,6 +662,8 @@ int main(int argc, char **argv)
 		avail[m] = bench_methods[m]->probe(&pj, why[m], sizeof(why[m])) == 0;
 	}
 	if (list) {
+		unlink(probe_path);
+		free(probe_path);
 		for (unsigned m = 0; m < bench_nmethods; m++)
 			printf("%-15s %s%s%s\n", bench_methods[m]->name, bench_methods[m]->what,
 			       avail[m] ? "" : "\n                unavailable here: ", avail[m] ? "" : why[m]);
