@@ -15,6 +15,7 @@
 #ifndef FSAIO_INTERNAL_H
 #define FSAIO_INTERNAL_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -201,6 +202,11 @@ static inline bool fsaio__is_rw(const struct fsaio_req *r)
 }
 /* Total bytes of a read or write, computed once at submit (priv_[0]). */
 static inline uint64_t fsaio__total(const struct fsaio_req *r) { return r->priv_[0]; }
+/* FSAIO_OP_POLL on a regular file: always ready, as poll(2) says of one. */
+static inline int64_t fsaio__file_revents(const struct fsaio_req *r)
+{
+	return (int64_t)(r->len & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM));
+}
 /* priv_[1]: 1 when the fd has no file position to honour (pipes, sockets). */
 static inline bool fsaio__is_stream(const struct fsaio_req *r) { return r->priv_[1] != 0; }
 /* priv_[2] of FILE and DIRECT requests: FSAIO__P2_* flags, written by whoever
@@ -222,10 +228,9 @@ ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, in
 int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
 /* A method's start() hands a request to the pool, or with the caller's
  * RWF_NOWAIT completes it with what was done or -EAGAIN. */
-/* fsync/fdatasync on a worker (method_blocking.c). */
-int64_t fsaio__sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r);
-/* FSAIO_OP_POLL with poll(2) on a worker (method_blocking.c). */
-int64_t fsaio__poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* The retry every method uses on a worker: fsync/fdatasync, poll(2), or
+ * fsaio__rw_blocking (method_blocking.c). */
+int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
 void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
 
 /* fdtable.c */

@@ -22,8 +22,7 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 	return 0;
 }
 
-/* Shared by every method for the requests that always take a worker. */
-int64_t fsaio__sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
+static int64_t sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	int ret;
 
@@ -32,9 +31,8 @@ int64_t fsaio__sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	return ret < 0 ? -errno : 0;
 }
 
-/* FSAIO_OP_POLL on a worker: wait for the events with poll(2). Shared with
- * the pollable method for fds its poller cannot watch. */
-int64_t fsaio__poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
+/* FSAIO_OP_POLL on a worker: wait for the events with poll(2). */
+static int64_t poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct pollfd pfd = { r->fd, (short)r->len, 0 };
 	int n;
@@ -46,18 +44,20 @@ int64_t fsaio__poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	return n < 0 ? -errno : (int64_t)(unsigned short)pfd.revents;
 }
 
-static int64_t retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
+/* Every method's retry on a worker: what reaches the pool is run there with
+ * ordinary blocking calls, whatever the kind of file. */
+int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	if (r->opcode == FSAIO_OP_FSYNC || r->opcode == FSAIO_OP_FDSYNC)
-		return fsaio__sync_retry(ctx, r);
+		return sync_retry(ctx, r);
 	if (r->opcode == FSAIO_OP_POLL)
-		return fsaio__poll_blocking(ctx, r);
+		return poll_blocking(ctx, r);
 	return fsaio__rw_blocking(ctx, r);
 }
 
 const struct fsaio__method fsaio__method_blocking = {
 	.name = "blocking",
 	.start = start,
-	.retry = retry,
+	.retry = fsaio__retry_blocking,
 	.cancel = NULL,
 };

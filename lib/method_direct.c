@@ -19,7 +19,6 @@
  * cannot be, and fsaio_cancel answers -EBUSY (the event comes as usual).
  */
 #include <errno.h>
-#include <poll.h>
 
 #include "internal.h"
 #include "method.h"
@@ -29,8 +28,7 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 {
 	(void)fi;
 	if (r->opcode == FSAIO_OP_POLL) {
-		/* A regular file is always ready, as poll(2) says. */
-		fsaio__complete(ctx, r, (int64_t)(r->len & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM)), b);
+		fsaio__complete(ctx, r, fsaio__file_revents(r), b);
 		return 0;
 	}
 	if (fsaio__is_rw(r) && !fsaio__total(r)) {
@@ -44,16 +42,9 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 	return 0;
 }
 
-static int64_t retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
-{
-	if (!fsaio__is_rw(r))
-		return fsaio__sync_retry(ctx, r);
-	return fsaio__rw_blocking(ctx, r);
-}
-
 const struct fsaio__method fsaio__method_direct = {
 	.name = "direct",
 	.start = start,
-	.retry = retry,
+	.retry = fsaio__retry_blocking,
 	.cancel = fsaio__uring_cancel,
 };

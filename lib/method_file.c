@@ -19,7 +19,6 @@
  * (copying to or from cached pages), and go to the pool otherwise.
  */
 #include <errno.h>
-#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,24 +222,16 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 	if (fsaio__is_rw(r))
 		return start_rw(ctx, r, fi, b);
 	if (r->opcode == FSAIO_OP_POLL) {
-		/* Regular files are always ready, as poll(2) says of them. */
-		fsaio__complete(ctx, r, (int64_t)(r->len & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM)), b);
+		fsaio__complete(ctx, r, fsaio__file_revents(r), b);
 		return 0;
 	}
 	fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: always a worker */
 	return 0;
 }
 
-static int64_t retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
-{
-	if (!fsaio__is_rw(r))
-		return fsaio__sync_retry(ctx, r);
-	return fsaio__rw_blocking(ctx, r);
-}
-
 const struct fsaio__method fsaio__method_file = {
 	.name = "file",
 	.start = start,
-	.retry = retry,
+	.retry = fsaio__retry_blocking,
 	.cancel = fsaio__uring_cancel,  /* misses carried by io_uring (uring.c) */
 };

@@ -270,20 +270,9 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 	return 0;
 }
 
-/* On a worker: the requests the poller could not carry without blocking,
- * or that could not be parked at all. */
-static int64_t retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
-{
-	if (r->opcode == FSAIO_OP_POLL)
-		return fsaio__poll_blocking(ctx, r);
-	if (!fsaio__is_rw(r))
-		return fsaio__sync_retry(ctx, r);
-	return fsaio__rw_blocking(ctx, r);
-}
-
 const struct fsaio__method fsaio__method_pollable = {
 	.name = "pollable",
 	.start = start,
-	.retry = retry,
+	.retry = fsaio__retry_blocking,
 	.cancel = fsaio__poller_cancel,
 };

@@ -431,7 +431,6 @@ int fsaio__poller_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	/* The fd may stay armed for nothing now: one spurious wake-up. */
 	pthread_mutex_unlock(&pl->lock);
 	if (!ret) {
-		FSAIO__INC(ctx, cancelled, 1);
 		fsaio__complete(ctx, r, -ECANCELED, NULL);
 	}
 	return ret;
@@ -473,7 +472,6 @@ void fsaio__poller_stop(struct fsaio_ctx *ctx)
 	while ((r = all.head)) {
 		all.head = r->next_;
 		r->next_ = NULL;
-		FSAIO__INC(ctx, cancelled, 1);
 		fsaio__complete(ctx, r, -ECANCELED, NULL);
 	}
 }

@@ -217,7 +217,6 @@ int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!ret) {
-		FSAIO__INC(ctx, cancelled, 1);
 		fsaio__complete(ctx, r, -ECANCELED, NULL);
 	}
 	return ret;
@@ -252,7 +251,6 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 	while ((r = list)) {
 		list = r->next_;
 		r->next_ = r->prev_ = NULL;
-		FSAIO__INC(ctx, cancelled, 1);
 		fsaio__complete(ctx, r, -ECANCELED, NULL);
 	}
 	for (unsigned i = 0; i < n; i++)

@@ -56,6 +56,8 @@ void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 		.res2 = res == -ECANCELED ? (int64_t)req->done_ : 0,
 	};
 
+	if (res == -ECANCELED)
+		FSAIO__INC(ctx, cancelled, 1);
 	fsaio__state_set(req, FSAIO__DONE);
 	if (b) {
 		b->ev[b->n++] = ev;

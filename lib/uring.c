@@ -324,7 +324,6 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	}
 	if (res == -ECANCELED && asked_cancel(u, r)) {
 		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-		FSAIO__INC(ctx, cancelled, 1);
 		fsaio__complete(ctx, r, -ECANCELED, b);
 		return;
 	}
@@ -351,7 +350,6 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			return;
 		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 		if (ret == -ESHUTDOWN) {
-			FSAIO__INC(ctx, cancelled, 1);
 			fsaio__complete(ctx, r, -ECANCELED, b);
 		} else {
 			/* The ring refused the remainder: the pool carries it. */
