@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -51,7 +52,7 @@ static void child_fail(int line, const char *fmt, ...)
 
 /* What a child may and may not do with the parent's context. */
 static void child_body(fsaio_ctx_t *parent, struct fsaio_req *inflight, int fd, uint64_t fsize,
-		       unsigned seed)
+		       unsigned seed, bool parent_busy)
 {
 	uint8_t buf[4096];
 	struct fsaio_req req, *rp = &req;
@@ -84,7 +85,21 @@ static void child_body(fsaio_ctx_t *parent, struct fsaio_req *inflight, int fd, 
 	 * the child stops here, and the other builds check the rest. */
 	(void)fsize;
 	(void)seed;
+	(void)parent_busy;
 	return;
+#endif
+#ifdef __SANITIZE_ADDRESS__
+	/* GCC 12's AddressSanitizer does not hold its allocator's locks across
+	 * fork(), unlike glibc's malloc: a child forked while a parent thread
+	 * was inside the allocator hangs in its first malloc or free of that
+	 * size class (seen here: the child's new workers stuck in
+	 * SizeClassAllocator64::GetFromAllocator, in the sanitizer's own
+	 * thread set-up). So under it a child of a busy parent stops here; a
+	 * child of a quiet parent, and the plain build, check the rest. */
+	if (parent_busy)
+		return;
+#else
+	(void)parent_busy;
 #endif
 	/* A context of its own, through the pool (cold) and inline (hot). */
 	fsaio_ctx_t *mine = NULL;
@@ -123,7 +138,7 @@ static void child_body(fsaio_ctx_t *parent, struct fsaio_req *inflight, int fd, 
 
 /* Fork, run child_body in the child, and assert it passed. */
 static void fork_and_check(fsaio_ctx_t *parent, struct fsaio_req *inflight, int fd,
-			   uint64_t fsize, unsigned seed)
+			   uint64_t fsize, unsigned seed, bool parent_busy)
 {
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
@@ -132,7 +147,7 @@ static void fork_and_check(fsaio_ctx_t *parent, struct fsaio_req *inflight, int 
 	if (pid == 0) {
 		close(p[0]);
 		g_report = p[1];
-		child_body(parent, inflight, fd, fsize, seed);
+		child_body(parent, inflight, fd, fsize, seed, parent_busy);
 		_exit(0);
 	}
 	close(p[1]);
@@ -169,7 +184,7 @@ Test(fork, child_gets_einval_parent_keeps_working)
 	cr_assert_geq(T_CALL(fsaio_event_fd(ctx)), 0);
 	parent_still_works(ctx, fd, 160);
 
-	fork_and_check(ctx, NULL, fd, fsize, 160);
+	fork_and_check(ctx, NULL, fd, fsize, 160, false);
 	parent_still_works(ctx, fd, 160);
 	cr_assert_gt(t_stats(ctx).pool_threads, 0);
 	t_ctx_destroy(ctx);
@@ -196,7 +211,7 @@ Test(fork, with_requests_in_flight)
 	t_submit(s.ctx, rp, N);
 	cr_assert_eq(t_stats(s.ctx).pool_queue_len, N);
 
-	fork_and_check(s.ctx, &reqs[2], fd, fsize, 161);
+	fork_and_check(s.ctx, &reqs[2], fd, fsize, 161, false);
 
 	t_sat_unblock(&s);
 	struct fsaio_event evs[N + 1];
@@ -235,7 +250,7 @@ Test(fork, repeated_while_busy)
 			rp[i] = &reqs[i];
 		}
 		t_submit(ctx, rp, N);
-		fork_and_check(ctx, NULL, fd, fsize, 162);
+		fork_and_check(ctx, NULL, fd, fsize, 162, true);
 		t_reap_all(ctx, N, evs, T_EVENT_TIMEOUT_MS);
 		t_match_events(evs, N, rp, N);
 		for (int i = 0; i < N; i++) {
