@@ -82,9 +82,20 @@ Test(backend, half_cached_read)
 		cr_assert_eq(read1(ctx, fd, buf, len, 0), (int64_t)len);
 		t_check_pattern(buf, len, 0, 12);
 		struct fsaio_stats st = t_stats(ctx);
-		/* The cached half inline, the rest by the backend. */
-		cr_assert_eq(st.partial_inline, 1);
-		cr_assert_eq(st.bytes_inline, 512 * KiB);
+		/* The cached half inline, the rest by the backend. The kernel may
+		 * end a NOWAIT copy early on a cached page it cannot take at once
+		 * (a folio locked for migration, say; seen once in CI under load),
+		 * so what is asserted is the engine's part: inline is a whole-page
+		 * prefix of the cached half, counted as partial exactly when it is
+		 * not empty. */
+		uint64_t in = st.bytes_inline;
+		cr_assert(in <= 512 * KiB && in % 4096 == 0 && st.partial_inline == (in != 0),
+			  "backend %u: partial_inline %llu, bytes_inline %llu, inline %llu, queued %llu",
+			  b, (unsigned long long)st.partial_inline, (unsigned long long)in,
+			  (unsigned long long)st.completed_inline, (unsigned long long)st.queued);
+		if (in != 512 * KiB)
+			cr_log_warn("backend %u: %llu bytes inline, not the whole cached half", b,
+				    (unsigned long long)in);
 		cr_assert_eq(st.bytes_inline + st.bytes_worker + st.bytes_uring, len);
 		check_path(ctx, backends[b]);
 		t_ctx_destroy(ctx);
