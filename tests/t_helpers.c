@@ -294,6 +294,13 @@ uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len)
 	return cs.nr_cache;
 }
 
+uint64_t t_evicted_pages(int fd, uint64_t off, uint64_t len)
+{
+	struct t_cachestat cs;
+	cr_assert_eq(t_cachestat(fd, off, len, &cs), 0, "cachestat: %s", strerror(errno));
+	return cs.nr_evicted;
+}
+
 uint64_t t_dirty_pages(int fd, uint64_t off, uint64_t len)
 {
 	struct t_cachestat cs;

@@ -86,6 +86,9 @@ void t_check_bytes(const void *buf, size_t len, uint8_t c);
 
 /* Page cache state of a range, from cachestat(2); len 0 means to EOF. */
 uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len);
+/* Pages of the range evicted by reclaim (cachestat's nr_evicted: they left
+ * a shadow entry; fadvise DONTNEED leaves none). */
+uint64_t t_evicted_pages(int fd, uint64_t off, uint64_t len);
 uint64_t t_dirty_pages(int fd, uint64_t off, uint64_t len);
 /* fsync + POSIX_FADV_DONTNEED, then assert that no page of the file is cached. */
 void t_make_cold(int fd);
