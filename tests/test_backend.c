@@ -75,27 +75,35 @@ Test(backend, half_cached_read)
 	for (unsigned b = 0; b < NB; b++) {
 		size_t len = 1 * MiB;
 		uint8_t *buf = malloc(len);
+		struct fsaio_stats st;
+		fsaio_ctx_t *ctx = NULL;
 
-		t_make_cold(fd);
-		t_make_hot(fd, 0, 512 * KiB);
-		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
-		cr_assert_eq(read1(ctx, fd, buf, len, 0), (int64_t)len);
-		t_check_pattern(buf, len, 0, 12);
-		struct fsaio_stats st = t_stats(ctx);
-		/* The cached half inline, the rest by the backend. The kernel may
-		 * end a NOWAIT copy early on a cached page it cannot take at once
-		 * (a folio locked for migration, say; seen once in CI under load),
-		 * so what is asserted is the engine's part: inline is a whole-page
-		 * prefix of the cached half, counted as partial exactly when it is
-		 * not empty. */
-		uint64_t in = st.bytes_inline;
-		cr_assert(in <= 512 * KiB && in % 4096 == 0 && st.partial_inline == (in != 0),
+		/* The NOWAIT copy stops where the cache does, and its miss starts
+		 * the kernel's read of the rest; the engine tries once more
+		 * before handing over, so a submitter preempted in between (CI
+		 * under load) finds the rest cached and completes it all inline.
+		 * Right, but not this test's case: try again, a few times. */
+		for (int tries = 0;; tries++) {
+			t_make_cold(fd);
+			t_make_hot(fd, 0, 512 * KiB);
+			ctx = t_ctx_backend(backends[b]);
+			cr_assert_eq(read1(ctx, fd, buf, len, 0), (int64_t)len);
+			t_check_pattern(buf, len, 0, 12);
+			st = t_stats(ctx);
+			if (st.bytes_inline < len)
+				break;
+			cr_assert_eq(st.completed_inline, 1);
+			cr_assert_lt(tries, 4, "backend %u: the rest was cached in time on every try", b);
+			cr_log_warn("backend %u: all of the read was inline, trying again", b);
+			t_ctx_destroy(ctx);
+		}
+		/* The cached half inline (and of the rest what was cached in
+		 * time, by the same race), the rest by the backend. */
+		cr_assert(st.partial_inline == 1 && st.bytes_inline >= 512 * KiB &&
+			  st.bytes_inline % 4096 == 0,
 			  "backend %u: partial_inline %llu, bytes_inline %llu, inline %llu, queued %llu",
-			  b, (unsigned long long)st.partial_inline, (unsigned long long)in,
+			  b, (unsigned long long)st.partial_inline, (unsigned long long)st.bytes_inline,
 			  (unsigned long long)st.completed_inline, (unsigned long long)st.queued);
-		if (in != 512 * KiB)
-			cr_log_warn("backend %u: %llu bytes inline, not the whole cached half", b,
-				    (unsigned long long)in);
 		cr_assert_eq(st.bytes_inline + st.bytes_worker + st.bytes_uring, len);
 		check_path(ctx, backends[b]);
 		t_ctx_destroy(ctx);
