@@ -80,7 +80,14 @@
  * dropped: waiting for several CQEs at once (io_uring_wait_cqes with a
  * 50 us timeout: 0.17 switches and 3.9-6.6 us CPU per I/O, slower);
  * IORING_SETUP_COOP_TASKRUN (no change; and a submitter asleep in
- * getevents must still run the task work). One io_uring_enter per
+ * getevents must still run the task work); submitting from this thread
+ * instead of the caller's (an eventfd doorbell under a multishot poll, so
+ * the completion task work would run here and not in the caller's next
+ * syscall): fsaio-bench --preset mix, 2 alternating pairs, hot p99 37.1
+ * and 38.1 us against 31.6 and 33.5, IOPS 237k and 233k against 323k and
+ * 317k: the doorbell's wake costs more than the work it moves. The
+ * pool (FSAIO_BACKEND=threads) gives that mix a lower hot p99 (22.9-26.5
+ * us in 6 runs against 29.8-33.5) at 0.75x the IOPS. One io_uring_enter per
  * fsaio_submit call (fsaio__uring_flush) rather than per request is kept:
  * no difference beyond the noise here, fewer syscalls in any case.
  *
