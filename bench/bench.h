@@ -71,6 +71,7 @@ struct bench_method {
 	const char *what;       /* one line for --list */
 	bool direct;            /* opens the files with O_DIRECT */
 	bool sync;              /* the I/O happens inside submit: run at depth 1 */
+	bool extra;             /* a variant: not in "all", run only when named */
 	/* 0 if the method can run on this machine, else -1 and why in why[]. */
 	int (*probe)(const struct bench_job *job, char *why, size_t whylen);
 	int (*setup)(const struct bench_job *job, void **state);
@@ -81,6 +82,7 @@ struct bench_method {
 };
 
 extern const struct bench_method bench_m_fsaio, bench_m_fsaio_shim;
+extern const struct bench_method bench_m_fsaio_direct, bench_m_fsaio_nora;
 extern const struct bench_method bench_m_kaio_buffered, bench_m_kaio_direct;
 extern const struct bench_method bench_m_uring_buffered, bench_m_uring_direct;
 extern const struct bench_method bench_m_posix_aio, bench_m_pread, bench_m_threads;

@@ -137,7 +137,7 @@ struct bench_cell {
 };
 
 struct bench_report {
-	const char *mode;       /* quick, full, issue2, mix, custom */
+	const char *mode;       /* quick, full, issue2, issue5, mix, custom */
 	char date[64];
 	char kernel[128];
 	long cpus;

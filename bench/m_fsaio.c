@@ -4,6 +4,10 @@
  * per run, queue depth = the run's depth, pool size from --workers (0 keeps
  * the engine's default). The engine's counters are reported with the run.
  * The --fadvise advice goes to the engine as well as to the kernel.
+ *
+ * Two variants for issue 5's side-by-side figures, run only when named:
+ * "fsaio-direct" on O_DIRECT fds (the engine's io_uring path), and
+ * "fsaio-nora" with FSAIO_CTX_NO_READAHEAD (no stream detector).
  */
 #include "bench.h"
 
@@ -40,10 +44,10 @@ static void f_teardown(void *state)
 	free(s);
 }
 
-static int f_setup(const struct bench_job *job, void **out)
+static int setup(const struct bench_job *job, bool direct, uint32_t flags, void **out)
 {
 	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
-	struct fsaio_params p = { .queue_depth = job->depth, .workers = job->workers };
+	struct fsaio_params p = { .queue_depth = job->depth, .workers = job->workers, .flags = flags };
 	if (!s)
 		return -ENOMEM;
 	s->nfiles = job->nfiles;
@@ -53,7 +57,7 @@ static int f_setup(const struct bench_job *job, void **out)
 	s->ptrs = calloc(job->depth, sizeof(*s->ptrs));
 	s->ev = calloc(job->depth, sizeof(*s->ev));
 	int e = s->reqs && s->ptrs && s->ev ? 0 : -ENOMEM;
-	if (!e && (e = bench_open_files(job, false, s->fds)) != 0)
+	if (!e && (e = bench_open_files(job, direct, s->fds)) != 0)
 		for (unsigned i = 0; i < s->nfiles; i++)
 			s->fds[i] = -1;
 	if (!e)
@@ -61,7 +65,7 @@ static int f_setup(const struct bench_job *job, void **out)
 	/* The advice every buffered method's fds get (bench_open_files gave it
 	 * to the kernel already), told to the engine too so its own readahead
 	 * follows the same rule. */
-	for (unsigned i = 0; !e && job->fadvise >= 0 && i < s->nfiles; i++)
+	for (unsigned i = 0; !e && !direct && job->fadvise >= 0 && i < s->nfiles; i++)
 		e = fsaio_fadvise(s->ctx, s->fds[i], job->fadvise);
 	if (e) {
 		s->ctx = NULL;
@@ -70,6 +74,21 @@ static int f_setup(const struct bench_job *job, void **out)
 	}
 	*out = s;
 	return 0;
+}
+
+static int f_setup(const struct bench_job *job, void **out)
+{
+	return setup(job, false, 0, out);
+}
+
+static int fd_setup(const struct bench_job *job, void **out)
+{
+	return setup(job, true, 0, out);
+}
+
+static int fn_setup(const struct bench_job *job, void **out)
+{
+	return setup(job, false, FSAIO_CTX_NO_READAHEAD, out);
 }
 
 static int f_submit(void *state, struct bench_slot **v, unsigned n)
@@ -136,6 +155,31 @@ const struct bench_method bench_m_fsaio = {
 	.what = "libfsaio native API (fsaio_submit/fsaio_getevents) on the buffered file",
 	.probe = f_probe,
 	.setup = f_setup,
+	.submit = f_submit,
+	.reap = f_reap,
+	.engine_stats = f_stats,
+	.teardown = f_teardown,
+};
+
+const struct bench_method bench_m_fsaio_direct = {
+	.name = "fsaio-direct",
+	.what = "libfsaio native API with O_DIRECT (the engine's io_uring path); only when named",
+	.direct = true,
+	.extra = true,
+	.probe = f_probe,
+	.setup = fd_setup,
+	.submit = f_submit,
+	.reap = f_reap,
+	.engine_stats = f_stats,
+	.teardown = f_teardown,
+};
+
+const struct bench_method bench_m_fsaio_nora = {
+	.name = "fsaio-nora",
+	.what = "libfsaio native API, buffered, FSAIO_CTX_NO_READAHEAD; only when named",
+	.extra = true,
+	.probe = f_probe,
+	.setup = fn_setup,
 	.submit = f_submit,
 	.reap = f_reap,
 	.engine_stats = f_stats,

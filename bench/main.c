@@ -34,6 +34,7 @@ const struct bench_method *const bench_methods[] = {
 	&bench_m_kaio_direct, &bench_m_kaio_buffered,
 	&bench_m_uring_direct, &bench_m_uring_buffered,
 	&bench_m_posix_aio, &bench_m_pread, &bench_m_threads,
+	&bench_m_fsaio_direct, &bench_m_fsaio_nora,
 };
 const unsigned bench_nmethods = sizeof(bench_methods) / sizeof(bench_methods[0]);
 
@@ -43,6 +44,16 @@ const struct bench_method *bench_method_find(const char *name)
 		if (strcmp(bench_methods[i]->name, name) == 0)
 			return bench_methods[i];
 	return NULL;
+}
+
+/* "all": every method but the variants, which run only when named. */
+static uint64_t all_methods(void)
+{
+	uint64_t m = 0;
+	for (unsigned i = 0; i < bench_nmethods; i++)
+		if (!bench_methods[i]->extra)
+			m |= 1ull << i;
+	return m;
 }
 
 static unsigned method_index(const char *name)
@@ -56,7 +67,7 @@ static unsigned method_index(const char *name)
 /* ---- usage ---- */
 
 static const char usage_short[] =
-	"usage: fsaio-bench [--quick | --full | --preset issue2|mix] [--dir DIR] [--size N]\n"
+	"usage: fsaio-bench [--quick | --full | --preset issue2|issue5|mix] [--dir DIR] [--size N]\n"
 	"                   [--pattern rand|seq] [--rw read,write,mix] [--bs LIST] [--depth LIST]\n"
 	"                   [--cache cold|hot|mix:PCT] [--methods LIST] [--runtime SEC | --bytes N]\n"
 	"                   [--reps N] [--csv FILE] [--json FILE] [--plot FILE.png] ...\n"
@@ -73,6 +84,9 @@ static void usage_full(void)
 	       "  --full            the seed sweep: cold random reads, depth 16, 4k..1m, then writes\n"
 	       "  --preset issue2   1 GiB: cold random 4k reads at 32 in flight (fsaio, kaio-direct,\n"
 	       "                    kaio-buffered) and hot random 4k reads (fsaio, pread)\n"
+	       "  --preset issue5   1 GiB: cold sequential 128k reads at 8 in flight (fsaio, pread,\n"
+	       "                    uring-buffered); cold random 4k reads at 32 (fsaio, fsaio-nora,\n"
+	       "                    fsaio-direct, kaio-direct)\n"
 	       "  --preset mix      90%% of requests on a hot region, 10%% cold, depth 32, --batch 1:\n"
 	       "                    fsaio, posix-aio, threads; hot and cold latency apart\n"
 	       "Workload (a custom run; lists are comma-separated and multiply):\n"
@@ -368,8 +382,9 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case O_QUICK: case O_FULL: case O_PRESET: {
 			const char *m = opt == O_QUICK ? "quick" : opt == O_FULL ? "full" : optarg;
-			if (opt == O_PRESET && strcmp(m, "issue2") != 0 && strcmp(m, "mix") != 0)
-				bad("--preset %s: unknown (issue2 or mix)", m);
+			if (opt == O_PRESET && strcmp(m, "issue2") != 0 && strcmp(m, "issue5") != 0 &&
+			    strcmp(m, "mix") != 0)
+				bad("--preset %s: unknown (issue2, issue5 or mix)", m);
 			if (mode && strcmp(mode, m) != 0)
 				bad("--%s and --%s do not combine: choose one mode", mode, m);
 			mode = m;
@@ -468,7 +483,7 @@ int main(int argc, char **argv)
 			methods_opt = 0;
 			for (unsigned i = 0; i < n; i++) {
 				if (!strcmp(items[i], "all")) {
-					methods_opt = (1ull << bench_nmethods) - 1;
+					methods_opt |= all_methods();
 					continue;
 				}
 				unsigned k = method_index(items[i]);
@@ -546,7 +561,7 @@ int main(int argc, char **argv)
 	/* ---- the cases ---- */
 	struct bench_case cases[3 * MAXLIST * MAXLIST];
 	unsigned ncases = 0;
-	const uint64_t all = (1ull << bench_nmethods) - 1;
+	const uint64_t all = all_methods();
 #define M(name) (1ull << method_index(name))
 	double runtime = 2, ramp = 0.3;
 	unsigned reps = 3;
@@ -570,6 +585,15 @@ int main(int argc, char **argv)
 			M("fsaio") | M("kaio-direct") | M("kaio-buffered"), "kaio-buffered" };
 		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_HOT, 0, 4096, 32,
 			M("fsaio") | M("pread"), "pread" };
+	} else if (!strcmp(mode, "issue5")) {
+		reps = 5;
+		/* A cold sequential run ends after one pass over the file. */
+		cases[ncases++] = (struct bench_case){ PAT_SEQ, RW_READ, CACHE_COLD, 0, 128 * 1024, 8,
+			M("fsaio") | M("pread") | M("uring-buffered"), "pread" };
+		/* The stream detector on and off, and the O_DIRECT path against
+		 * kernel AIO, on the same workload in one interleaved case. */
+		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_COLD, 0, 4096, 32,
+			M("fsaio") | M("fsaio-nora") | M("fsaio-direct") | M("kaio-direct"), "fsaio-nora" };
 	} else if (!strcmp(mode, "mix")) {
 		runtime = 3;
 		reps = 5;
