@@ -95,6 +95,8 @@ const struct bench_method *bench_method_find(const char *name);
 /* files.c: open the job's files for a method (O_RDWR, plus O_DIRECT when
  * direct), applying job->fadvise to buffered ones. 0 or -errno. */
 int bench_open_files(const struct bench_job *job, bool direct, int *fds);
+/* A method's probe for O_DIRECT on the job's file system: 0, or -1 and why. */
+int bench_probe_direct(const struct bench_job *job, char *why, size_t whylen);
 void bench_close_files(const struct bench_job *job, int *fds);
 
 uint64_t bench_now_ns(void);

@@ -452,6 +452,17 @@ int bench_open_files(const struct bench_job *job, bool direct, int *fds)
 	return 0;
 }
 
+int bench_probe_direct(const struct bench_job *job, char *why, size_t whylen)
+{
+	int fd = open(job->paths[0], O_RDONLY | O_CLOEXEC | O_DIRECT);
+	if (fd < 0) {
+		snprintf(why, whylen, "O_DIRECT: %s", strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 void bench_close_files(const struct bench_job *job, int *fds)
 {
 	for (unsigned i = 0; i < job->nfiles; i++)

@@ -153,15 +153,7 @@ static int kb_probe(const struct bench_job *job, char *why, size_t n)
 
 static int kd_probe(const struct bench_job *job, char *why, size_t n)
 {
-	if (kb_probe(job, why, n))
-		return -1;
-	int fd = open(job->paths[0], O_RDONLY | O_DIRECT);
-	if (fd < 0) {
-		snprintf(why, n, "O_DIRECT: %s", strerror(errno));
-		return -1;
-	}
-	close(fd);
-	return 0;
+	return kb_probe(job, why, n) ? -1 : bench_probe_direct(job, why, n);
 }
 
 static int kb_setup(const struct bench_job *job, void **st)

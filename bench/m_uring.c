@@ -130,15 +130,7 @@ static int ub_probe(const struct bench_job *job, char *why, size_t n)
 
 static int ud_probe(const struct bench_job *job, char *why, size_t n)
 {
-	if (ub_probe(job, why, n))
-		return -1;
-	int fd = open(job->paths[0], O_RDONLY | O_DIRECT);
-	if (fd < 0) {
-		snprintf(why, n, "O_DIRECT: %s", strerror(errno));
-		return -1;
-	}
-	close(fd);
-	return 0;
+	return ub_probe(job, why, n) ? -1 : bench_probe_direct(job, why, n);
 }
 
 const struct bench_method bench_m_uring_buffered = {
