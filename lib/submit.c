@@ -13,7 +13,9 @@
 #include <limits.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "method.h"
@@ -106,10 +108,12 @@ ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, in
 	off_t off = fsaio__is_stream(r) ? -1 : (off_t)(r->offset + (int64_t)r->done_);
 	ssize_t n;
 
-	if (fsaio__is_write(r))
-		n = pwritev2(r->fd, iov, cnt, off, flags);
-	else
-		n = preadv2(r->fd, iov, cnt, off, flags);
+	/* The raw calls, not glibc's preadv2/pwritev2: those are cancellation
+	 * points, and a caller's thread cancelled in one inside fsaio_submit
+	 * would leave a request half accepted. The offset goes as the
+	 * kernel's low and high words, as glibc passes it. */
+	n = syscall(fsaio__is_write(r) ? SYS_pwritev2 : SYS_preadv2, r->fd, iov, cnt, (long)off,
+		    (long)((uint64_t)off >> 32), flags);
 	return n < 0 ? -errno : n;
 }
 
