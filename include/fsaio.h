@@ -10,7 +10,10 @@
  *
  * Conventions: every call returns a count, 0, or -errno and leaves errno as
  * the caller had it. An event's res is the number of bytes transferred or
- * -errno.
+ * -errno. No call is a thread cancellation point (fsaio_getevents waits
+ * as io_getevents does, on a raw syscall): a cancel pending for the
+ * caller's thread is acted on after the call returns, at the caller's own
+ * next cancellation point.
  */
 #ifndef FSAIO_H
 #define FSAIO_H

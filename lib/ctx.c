@@ -60,7 +60,7 @@ static unsigned env_uint(const char *name, unsigned dflt, unsigned max)
 #define DEFAULT_WORKERS 32
 #define MAX_WORKERS 1024
 
-FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
+static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 {
 	struct fsaio_params dflt = { 0 };
 	struct fsaio_ctx *ctx;
@@ -122,7 +122,16 @@ out_free:
 	return ret;
 }
 
-FSAIO__API int fsaio_ctx_destroy(fsaio_ctx_t *ctx)
+FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
+{
+	int cs = fsaio__nocancel_begin();
+	int ret = ctx_create_body(p, ctxp);
+
+	fsaio__nocancel_end(cs);
+	return ret;
+}
+
+static int ctx_destroy_body(fsaio_ctx_t *ctx)
 {
 	int saved = errno;
 
@@ -157,4 +166,13 @@ FSAIO__API int fsaio_ctx_destroy(fsaio_ctx_t *ctx)
 	free(ctx);
 	errno = saved;
 	return 0;
+}
+
+FSAIO__API int fsaio_ctx_destroy(fsaio_ctx_t *ctx)
+{
+	int cs = fsaio__nocancel_begin();
+	int ret = ctx_destroy_body(ctx);
+
+	fsaio__nocancel_end(cs);
+	return ret;
 }

@@ -410,7 +410,7 @@ void fsaio__ra_fini(struct fsaio_ctx *ctx)
 	ctx->ra = NULL;
 }
 
-FSAIO__API int fsaio_fadvise(fsaio_ctx_t *ctx, int fd, int advice)
+static int fadvise_body(fsaio_ctx_t *ctx, int fd, int advice)
 {
 	struct fsaio__fdinfo fi;
 	int saved = errno, ret;
@@ -440,5 +440,14 @@ FSAIO__API int fsaio_fadvise(fsaio_ctx_t *ctx, int fd, int advice)
 		fsaio__fd_set(ctx, fd, FSAIO__FD_ADV_SEQ);
 out:
 	errno = saved;
+	return ret;
+}
+
+FSAIO__API int fsaio_fadvise(fsaio_ctx_t *ctx, int fd, int advice)
+{
+	int cs = fsaio__nocancel_begin();
+	int ret = fadvise_body(ctx, fd, advice);
+
+	fsaio__nocancel_end(cs);
 	return ret;
 }
