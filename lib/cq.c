@@ -126,8 +126,8 @@ static int64_t ns_now(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-FSAIO__API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
-			       struct fsaio_event *events, const struct timespec *timeout)
+static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
+			  struct fsaio_event *events, const struct timespec *timeout)
 {
 	struct fsaio__cq *cq;
 	int64_t deadline = 0;
@@ -182,6 +182,16 @@ FSAIO__API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 	pthread_mutex_unlock(&cq->lock);
 	errno = saved;
 	return (int)got;
+}
+
+FSAIO__API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
+			       struct fsaio_event *events, const struct timespec *timeout)
+{
+	int cs = fsaio__nocancel_begin();
+	int ret = getevents_body(ctx, min_nr, nr, events, timeout);
+
+	fsaio__nocancel_end(cs);
+	return ret;
 }
 
 FSAIO__API int fsaio_event_fd(fsaio_ctx_t *ctx)

@@ -282,15 +282,17 @@ Test(threads, blocked_reapers)
 	t_ctx_destroy(g_ctx);
 }
 
-/* A caller's thread with a cancel pending (deferred) submits: fsaio_submit
- * holds no cancellation point (the engine makes raw syscalls, some under
- * its own locks), so the call returns with every request accepted, the
- * thread is cancelled at its next cancellation point, and each request
- * still ends in its one event. */
+/* A caller's thread with a cancel pending (deferred) submits, then another
+ * reaps: neither call is a cancellation point (on the way they open files
+ * and read and write the eventfd, some of it under the engine's locks), so
+ * each returns whole, the thread is cancelled at its next cancellation
+ * point, and each request still ends in its one event. */
 struct cancel_arg {
 	fsaio_ctx_t *ctx;
 	struct fsaio_req *reqs[2];
 	_Atomic int submitted;          /* fsaio_submit's result, +1000 once returned */
+	struct fsaio_event ev[2];
+	_Atomic int reaped;             /* fsaio_getevents' result, +1000 once returned */
 };
 
 static void *submit_with_cancel_pending(void *p)
@@ -304,7 +306,19 @@ static void *submit_with_cancel_pending(void *p)
 	return NULL;
 }
 
-Test(threads, submit_holds_no_cancellation_point)
+static void *reap_with_cancel_pending(void *p)
+{
+	struct cancel_arg *a = p;
+	struct timespec ts = { T_EVENT_TIMEOUT_MS / 1000, 0 };
+
+	pthread_cancel(pthread_self());
+	int r = fsaio_getevents(a->ctx, 2, 2, a->ev, &ts);
+	atomic_store(&a->reaped, 1000 + r);
+	pthread_testcancel();
+	return NULL;
+}
+
+Test(threads, submit_and_getevents_hold_no_cancellation_point)
 {
 	enum { LEN = 64 * KiB };
 	int fd = t_tmpfile(4 * MiB, 150);
@@ -327,10 +341,13 @@ Test(threads, submit_holds_no_cancellation_point)
 	cr_assert_eq(atomic_load(&a.submitted), 1002, "fsaio_submit: %d (1000 + result; 0: it never returned)",
 		     atomic_load(&a.submitted));
 
-	struct fsaio_event ev[2];
-	t_reap_all(ctx, 2, ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(t_event_of(ev, 2, &rq[0])->res, LEN);
-	cr_assert_eq(t_event_of(ev, 2, &rq[1])->res, LEN);
+	cr_assert_eq(pthread_create(&th, NULL, reap_with_cancel_pending, &a), 0);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert_eq(atomic_load(&a.reaped), 1002, "fsaio_getevents: %d (1000 + result; 0: it never returned)",
+		     atomic_load(&a.reaped));
+	cr_assert_eq(t_event_of(a.ev, 2, &rq[0])->res, LEN);
+	cr_assert_eq(t_event_of(a.ev, 2, &rq[1])->res, LEN);
 	t_check_pattern(hot, LEN, 0, 150);
 	t_check_pattern(cold, LEN, 2 * MiB, 150);
 	cr_assert_eq(t_stats(ctx).completed_inline, 1);
