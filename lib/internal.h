@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "fsaio.h"
+#include "nocancel.h"
 
 #define FSAIO__API __attribute__((visibility("default")))
 #define FSAIO__IOV_MAX 1024
@@ -176,25 +177,7 @@ struct fsaio__batch {
 extern _Atomic unsigned fsaio__fork_gen;
 bool fsaio__ctx_ok(const struct fsaio_ctx *ctx);
 
-/* The API calls that change a context's state run with the caller's
- * thread cancellation disabled: a cancel acted on inside one (at an open,
- * a read or a join on the way) would leave a request half accepted or a
- * lock held. A pending cancel is acted on at the caller's next
- * cancellation point instead. */
-static inline int fsaio__nocancel_begin(void)
-{
-	int old = PTHREAD_CANCEL_ENABLE;
 
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-	return old;
-}
-
-static inline void fsaio__nocancel_end(int old)
-{
-	int ignored;
-
-	pthread_setcancelstate(old, &ignored);
-}
 
 /* cq.c */
 int fsaio__cq_init(struct fsaio__cq *cq, unsigned size);

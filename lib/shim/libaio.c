@@ -11,6 +11,7 @@
  *
  * Every entry point returns a count, 0 or -errno directly (libaio's
  * convention, the raw syscall's) and leaves errno as the caller had it.
+ * None is a cancellation point, as none of the syscalls is (nocancel.h).
  * The compat forms call the static implementations, not the exported
  * names, so a program's own io_* cannot be interposed between them.
  *
@@ -52,16 +53,20 @@ static long kernel(long nr, long a, long b, long c, long d, long e, long f)
 
 SHIM_API int io_setup(int nr_events, io_context_t *ctxp)
 {
-	int saved = errno, ret = shim__io_setup(nr_events, ctxp);
+	int saved = errno, cs = fsaio__nocancel_begin();
+	int ret = shim__io_setup(nr_events, ctxp);
 
+	fsaio__nocancel_end(cs);
 	errno = saved;
 	return ret;
 }
 
 static int io_destroy_impl(io_context_t ctx)
 {
-	int saved = errno, ret = shim__io_destroy(ctx);
+	int saved = errno, cs = fsaio__nocancel_begin();
+	int ret = shim__io_destroy(ctx);
 
+	fsaio__nocancel_end(cs);
 	errno = saved;
 	if (ret == -EINVAL && ctx)
 		ret = (int)KERNEL(SYS_io_destroy, ctx, 0, 0, 0, 0, 0);
@@ -76,14 +81,16 @@ SHIM_API int io_destroy(io_context_t ctx)
 SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
 {
 	struct shim_ctx *c;
-	int saved = errno;
+	int saved = errno, cs;
 	long ret;
 
 	c = shim__get(ctx);
 	if (!c)
 		return (int)KERNEL(SYS_io_submit, ctx, nr, ios, 0, 0, 0);
+	cs = fsaio__nocancel_begin();
 	ret = shim__submit(c, nr, ios);
 	shim__put(c);
+	fsaio__nocancel_end(cs);
 	errno = saved;
 	return (int)ret;
 }
@@ -92,14 +99,16 @@ int shim__io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *
 		       struct timespec *timeout)
 {
 	struct shim_ctx *c;
-	int saved = errno;
+	int saved = errno, cs;
 	long ret;
 
 	c = shim__get(ctx);
 	if (!c)
 		return (int)KERNEL(SYS_io_getevents, ctx, min_nr, nr, events, timeout, 0);
+	cs = fsaio__nocancel_begin();
 	ret = shim__getevents(c, min_nr, nr, events, timeout, NULL);
 	shim__put(c);
+	fsaio__nocancel_end(cs);
 	errno = saved;
 	return (int)ret;
 }
@@ -129,7 +138,7 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 			   struct timespec *timeout, sigset_t *sigmask)
 {
 	struct shim_ctx *c;
-	int saved = errno;
+	int saved = errno, cs;
 	long ret;
 
 	c = shim__get(ctx);
@@ -139,8 +148,10 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 
 		return (int)KERNEL(SYS_io_pgetevents, ctx, min_nr, nr, events, timeout, &ss);
 	}
+	cs = fsaio__nocancel_begin();
 	ret = shim__getevents(c, min_nr, nr, events, timeout, sigmask);
 	shim__put(c);
+	fsaio__nocancel_end(cs);
 	errno = saved;
 	return (int)ret;
 }
@@ -148,7 +159,7 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 {
 	struct shim_ctx *c;
-	int saved = errno, ret;
+	int saved = errno, ret, cs;
 
 	/* The kernel no longer fills evt: the event always comes through
 	 * the ring. It first reads aio_key, which submit set to 0. */
@@ -160,8 +171,10 @@ int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 	c = shim__get(ctx);
 	if (!c)
 		return (int)KERNEL(SYS_io_cancel, ctx, iocb, evt, 0, 0, 0);
+	cs = fsaio__nocancel_begin();
 	ret = shim__cancel(c, iocb);
 	shim__put(c);
+	fsaio__nocancel_end(cs);
 	errno = saved;
 	return ret;
 }
@@ -186,8 +199,11 @@ SHIM_API int io_queue_init(int maxevents, io_context_t *ctxp)
 
 	/* libaio clears *ctxp first, so a stale handle is not an error here. */
 	if (maxevents > 0 && ctxp) {
+		int cs = fsaio__nocancel_begin();
+
 		*ctxp = NULL;
 		ret = shim__io_setup(maxevents, ctxp);
+		fsaio__nocancel_end(cs);
 	} else if (maxevents > 0) {
 		ret = -EFAULT;
 	}

@@ -4,6 +4,7 @@
  * contexts; many threads share a context; FSAIO_STATS.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -246,5 +247,66 @@ Test(lifecycle, stats_on_destroy)
 	unlink(path);
 	cr_assert(strstr(text, "fsaio: io_context"), "stderr: %s", text);
 	cr_assert(strstr(text, "requests 3,"), "stderr: %s", text);
+	close(fd);
+}
+
+/* The kernel's io_* are system calls, not cancellation points: a thread
+ * with a cancel pending submits, then sleeps in io_pgetevents until a pipe
+ * is written, and both calls return whole; the cancel is acted on at the
+ * thread's next cancellation point. The shim's waits (ppoll, an eventfd
+ * read) would be cancellation points of their own without care. */
+struct pending_cancel {
+	io_context_t ctx;
+	struct iocb *cbs[2];
+	struct io_event ev[2];
+	_Atomic long submitted, reaped;         /* result + 1000 once returned */
+};
+
+static void *submit_reap_cancel_pending(void *p)
+{
+	struct pending_cancel *a = p;
+	struct timespec ts = { T_WAIT_SEC, 0 };
+	sigset_t none;
+
+	sigemptyset(&none);
+	pthread_cancel(pthread_self());         /* deferred: pending, not acted on */
+	atomic_store(&a->submitted, 1000 + io_submit(a->ctx, 2, a->cbs));
+	atomic_store(&a->reaped, 1000 + io_pgetevents(a->ctx, 2, 2, a->ev, &ts, &none));
+	pthread_testcancel();
+	return NULL;
+}
+
+Test(lifecycle, calls_are_not_cancellation_points)
+{
+	io_context_t ctx = t_ctx(8);
+	int fd = t_file(1 << 20, 31), p[2];
+	static char buf[4096];
+	struct iocb rd, pl;
+	pthread_t th;
+	void *ret;
+
+	cr_assert_eq(pipe(p), 0);
+	io_prep_pread(&rd, fd, buf, sizeof(buf), 8192);
+	io_prep_poll(&pl, p[0], POLLIN);
+	struct pending_cancel a = { .ctx = ctx, .cbs = { &rd, &pl } };
+	cr_assert_eq(pthread_create(&th, NULL, submit_reap_cancel_pending, &a), 0);
+	usleep(100000);         /* let it fall asleep waiting for the poll */
+	cr_assert_eq(write(p[1], "x", 1), 1);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert_eq(atomic_load(&a.submitted), 1002, "io_submit: %ld (1000 + result)",
+		     atomic_load(&a.submitted));
+	cr_assert_eq(atomic_load(&a.reaped), 1002, "io_pgetevents: %ld (1000 + result)",
+		     atomic_load(&a.reaped));
+	for (int i = 0; i < 2; i++) {
+		if (a.ev[i].obj == &rd)
+			cr_assert_eq(a.ev[i].res, 4096);
+		else
+			cr_assert(a.ev[i].obj == &pl && (a.ev[i].res & POLLIN), "event %d", i);
+	}
+	t_check(buf, sizeof(buf), 8192, 31);
+	T_EXPECT(io_destroy(ctx), 0);
+	close(p[0]);
+	close(p[1]);
 	close(fd);
 }
