@@ -17,7 +17,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 
 struct t_opts {
 	void (*init)(void);
@@ -82,10 +81,5 @@ _Noreturn void t_fail(const char *file, int line, const char *expr, const char *
 #define cr_assert_null(p, ...) cr_assert((p) == NULL, __VA_ARGS__)
 #define cr_assert_not_null(p, ...) cr_assert((p) != NULL, __VA_ARGS__)
 #define cr_assert_fail(...) t_fail(__FILE__, __LINE__, "fail", " " __VA_ARGS__)
-/* A note, not a failure: to stderr, as Criterion's log does. */
-#define cr_log_warn(...) do {						\
-	fprintf(stderr, "[WARN] " __VA_ARGS__);				\
-	fputc('\n', stderr);							\
-} while (0)
 
 #endif /* T_RUNNER_H */

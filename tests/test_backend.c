@@ -7,6 +7,8 @@
  */
 #include "t_helpers.h"
 
+#include <stdio.h>
+
 #include <linux/io_uring.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -94,7 +96,9 @@ Test(backend, half_cached_read)
 				break;
 			cr_assert_eq(st.completed_inline, 1);
 			cr_assert_lt(tries, 4, "backend %u: the rest was cached in time on every try", b);
-			cr_log_warn("backend %u: all of the read was inline, trying again", b);
+			/* A note, not Criterion's cr_log_warn: any warning makes
+			 * its runner exit 1 with every test passed. */
+			fprintf(stderr, "backend %u: all of the read was inline, trying again\n", b);
 			t_ctx_destroy(ctx);
 		}
 		/* The cached half inline (and of the rest what was cached in
