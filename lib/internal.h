@@ -177,8 +177,6 @@ struct fsaio__batch {
 extern _Atomic unsigned fsaio__fork_gen;
 bool fsaio__ctx_ok(const struct fsaio_ctx *ctx);
 
-
-
 /* cq.c */
 int fsaio__cq_init(struct fsaio__cq *cq, unsigned size);
 void fsaio__cq_fini(struct fsaio__cq *cq);
