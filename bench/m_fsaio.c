@@ -32,11 +32,6 @@ static int f_probe(const struct bench_job *job, char *why, size_t n)
 	return 0;
 }
 
-static int fd_probe(const struct bench_job *job, char *why, size_t n)
-{
-	return bench_probe_direct(job, why, n);
-}
-
 static void f_teardown(void *state)
 {
 	struct st *s = state;
@@ -171,7 +166,7 @@ const struct bench_method bench_m_fsaio_direct = {
 	.what = "libfsaio native API with O_DIRECT (the engine's io_uring path); only when named",
 	.direct = true,
 	.extra = true,
-	.probe = fd_probe,
+	.probe = bench_probe_direct,
 	.setup = fd_setup,
 	.submit = f_submit,
 	.reap = f_reap,
