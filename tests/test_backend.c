@@ -51,6 +51,36 @@ static void check_path(fsaio_ctx_t *ctx, uint32_t backend)
 	}
 }
 
+/*
+ * A fresh context on backend reads [off, off+len) of fd, made cold and
+ * then cached over [0, hot) (hot 0: all cold), and the context is returned
+ * for the caller's checks. A NOWAIT miss starts the kernel's read of what
+ * it missed; a submitter preempted (CI under load) before the engine's
+ * next attempt, or before the kernel's own check of the page, finds it
+ * cached and completes the whole read inline. Right, but then the
+ * backend's path cannot be checked: try again, a few times.
+ */
+static fsaio_ctx_t *read_past_inline(uint32_t backend, int fd, uint8_t *buf, size_t len,
+				     uint64_t off, uint64_t hot)
+{
+	for (int tries = 0;; tries++) {
+		t_make_cold(fd);
+		if (hot)
+			t_make_hot(fd, 0, hot);
+		fsaio_ctx_t *ctx = t_ctx_backend(backend);
+		cr_assert_eq(read1(ctx, fd, buf, len, off), (int64_t)len);
+		struct fsaio_stats st = t_stats(ctx);
+		if (st.bytes_inline < len)
+			return ctx;
+		cr_assert_eq(st.completed_inline, 1);
+		cr_assert_lt(tries, 4, "backend %u: the read was cached in time on every try", backend);
+		/* A note, not Criterion's cr_log_warn: any warning makes its
+		 * runner exit 1 with every test passed. */
+		fprintf(stderr, "backend %u: all of the read was inline, trying again\n", backend);
+		t_ctx_destroy(ctx);
+	}
+}
+
 Test(backend, cold_read)
 {
 	int fd = t_tmpfile(4 * MiB, 11);
@@ -60,9 +90,7 @@ Test(backend, cold_read)
 		uint64_t off = 5 * 4096 + 7 + b * MiB;
 		uint8_t *buf = malloc(len);
 
-		t_make_cold(fd);
-		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
-		cr_assert_eq(read1(ctx, fd, buf, len, off), (int64_t)len);
+		fsaio_ctx_t *ctx = read_past_inline(backends[b], fd, buf, len, off, 0);
 		t_check_pattern(buf, len, off, 11);
 		check_path(ctx, backends[b]);
 		t_ctx_destroy(ctx);
@@ -77,30 +105,10 @@ Test(backend, half_cached_read)
 	for (unsigned b = 0; b < NB; b++) {
 		size_t len = 1 * MiB;
 		uint8_t *buf = malloc(len);
-		struct fsaio_stats st;
-		fsaio_ctx_t *ctx = NULL;
+		fsaio_ctx_t *ctx = read_past_inline(backends[b], fd, buf, len, 0, 512 * KiB);
+		struct fsaio_stats st = t_stats(ctx);
 
-		/* The NOWAIT copy stops where the cache does, and its miss starts
-		 * the kernel's read of the rest; the engine tries once more
-		 * before handing over, so a submitter preempted in between (CI
-		 * under load) finds the rest cached and completes it all inline.
-		 * Right, but not this test's case: try again, a few times. */
-		for (int tries = 0;; tries++) {
-			t_make_cold(fd);
-			t_make_hot(fd, 0, 512 * KiB);
-			ctx = t_ctx_backend(backends[b]);
-			cr_assert_eq(read1(ctx, fd, buf, len, 0), (int64_t)len);
-			t_check_pattern(buf, len, 0, 12);
-			st = t_stats(ctx);
-			if (st.bytes_inline < len)
-				break;
-			cr_assert_eq(st.completed_inline, 1);
-			cr_assert_lt(tries, 4, "backend %u: the rest was cached in time on every try", b);
-			/* A note, not Criterion's cr_log_warn: any warning makes
-			 * its runner exit 1 with every test passed. */
-			fprintf(stderr, "backend %u: all of the read was inline, trying again\n", b);
-			t_ctx_destroy(ctx);
-		}
+		t_check_pattern(buf, len, 0, 12);
 		/* The cached half inline (and of the rest what was cached in
 		 * time, by the same race), the rest by the backend. */
 		cr_assert(st.partial_inline == 1 && st.bytes_inline >= 512 * KiB &&
@@ -203,24 +211,18 @@ Test(backend, env_selects_the_backend)
 	uint8_t buf[8192];
 
 	setenv("FSAIO_BACKEND", "threads", 1);
-	t_make_cold(fd);
-	fsaio_ctx_t *ctx = t_ctx_backend(FSAIO_BACKEND_AUTO);
-	cr_assert_eq(read1(ctx, fd, buf, sizeof(buf), 4096), (int64_t)sizeof(buf));
+	fsaio_ctx_t *ctx = read_past_inline(FSAIO_BACKEND_AUTO, fd, buf, sizeof(buf), 4096, 0);
 	check_path(ctx, FSAIO_BACKEND_THREADS);
 	t_ctx_destroy(ctx);
 
 	setenv("FSAIO_BACKEND", "uring", 1);
-	t_make_cold(fd);
-	ctx = t_ctx_backend(FSAIO_BACKEND_AUTO);
-	cr_assert_eq(read1(ctx, fd, buf, sizeof(buf), 4096), (int64_t)sizeof(buf));
+	ctx = read_past_inline(FSAIO_BACKEND_AUTO, fd, buf, sizeof(buf), 4096, 0);
 	check_path(ctx, FSAIO_BACKEND_URING);
 	t_check_pattern(buf, sizeof(buf), 4096, 16);
 	t_ctx_destroy(ctx);
 
 	/* A parameter other than AUTO wins over the environment. */
-	t_make_cold(fd);
-	ctx = t_ctx_backend(FSAIO_BACKEND_THREADS);
-	cr_assert_eq(read1(ctx, fd, buf, sizeof(buf), 4096), (int64_t)sizeof(buf));
+	ctx = read_past_inline(FSAIO_BACKEND_THREADS, fd, buf, sizeof(buf), 4096, 0);
 	check_path(ctx, FSAIO_BACKEND_THREADS);
 	t_ctx_destroy(ctx);
 	unsetenv("FSAIO_BACKEND");
