@@ -111,9 +111,20 @@ Test(events, nowait_cold_is_eagain)
 	struct iovec iov = { buf, sizeof(buf) };
 	struct iocb cb;
 
-	t_cold(fd);
-	io_prep_preadv2(&cb, fd, &iov, 1, 512 * 1024, T_RWF_NOWAIT);
-	cr_assert_eq(t_do(ctx, &cb), -EAGAIN);
+	/* The NOWAIT miss itself starts the read of the page; a submitter
+	 * preempted before the kernel looks again finds it read, and gets the
+	 * data without having waited (a CI run saw it). Right too, but not
+	 * this rule's case: try again, a few times. */
+	for (int tries = 0;; tries++) {
+		t_cold(fd);
+		io_prep_preadv2(&cb, fd, &iov, 1, 512 * 1024, T_RWF_NOWAIT);
+		long res = t_do(ctx, &cb);
+		if (res == -EAGAIN)
+			break;
+		cr_assert_eq(res, 4096, "res %ld", res);
+		t_check(buf, sizeof(buf), 512 * 1024, 11);
+		cr_assert_lt(tries, 4, "the cold page was read in time on every try");
+	}
 	/* And on a cached range it reads. */
 	cr_assert_eq(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 	io_prep_preadv2(&cb, fd, &iov, 1, 0, T_RWF_NOWAIT);
