@@ -24,6 +24,8 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "fsaio_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,9 +35,6 @@ extern "C" {
 #else
 #define FSAIO_API
 #endif
-
-#define FSAIO_VERSION_MAJOR 0
-#define FSAIO_VERSION_MINOR 1
 
 typedef struct fsaio_ctx fsaio_ctx_t;
 
@@ -202,6 +201,14 @@ FSAIO_API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st);
  * or _SEQUENTIAL (prefetch from the first read); also given to the kernel
  * as posix_fadvise(fd, 0, 0, advice). 0, -EINVAL or -EBADF. */
 FSAIO_API int fsaio_fadvise(fsaio_ctx_t *ctx, int fd, int advice);
+
+/* The running library's version, "MAJOR.MINOR.PATCH" (FSAIO_VERSION_STRING
+ * is the one a program was compiled against). */
+FSAIO_API const char *fsaio_version(void);
+
+/* 1 when the running library serves a program built against major.minor:
+ * the same major version and a minor at least as new; else 0. */
+FSAIO_API int fsaio_version_check(int major, int minor);
 
 /* Prep helpers: fill a request and clear the engine's private part. */
 static inline void fsaio_prep__(struct fsaio_req *r, int op, int fd, void *buf,
