@@ -119,6 +119,11 @@ enum {
 	FSAIO_CTX_NO_PROBE = 1u << 1,
 	/* No readahead of the engine's own (upfront or stream): for comparisons. */
 	FSAIO_CTX_NO_READAHEAD = 1u << 2,
+	/* Buffered writes to regular files complete inside fsaio_submit,
+	 * blocking where they must (a page to read, dirty throttling, O_DSYNC),
+	 * as the kernel's AIO does them inside io_submit: their event is
+	 * queued when submit returns. Reads stay asynchronous. */
+	FSAIO_CTX_INLINE_WRITES = 1u << 3,
 };
 
 /*

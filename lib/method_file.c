@@ -164,7 +164,17 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__miss(ctx, r, b);
 		return 0;
 	}
-	if (fi.flags & refused)
+	if (write && (ctx->flags & FSAIO_CTX_INLINE_WRITES) && !(r->rw_flags & RWF_NOWAIT)) {
+		int64_t res = fsaio__rw_blocking(ctx, r);
+
+		FSAIO__INC(ctx, bytes_inline, r->done_);
+		FSAIO__INC(ctx, completed_inline, 1);
+		fsaio__complete(ctx, r, res, b);
+		return 0;
+	}
+	/* The caller's RWF_NOWAIT always gets the kernel's own answer (so
+	 * -EOPNOTSUPP where the fs refuses it), whatever the fd's history. */
+	if ((fi.flags & refused) && !(r->rw_flags & RWF_NOWAIT))
 		return start_resident(ctx, r, fi, b);
 	/* Reads only: a write needs few of its pages cached (write_edges_cached). */
 	if (!write && !(ctx->flags & FSAIO_CTX_NO_PROBE) &&

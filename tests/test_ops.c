@@ -486,3 +486,77 @@ Test(ops, read_directory)
 	t_ctx_destroy(ctx);
 	close(dfd);
 }
+
+/* RWF_NOWAIT is the kernel's promise whatever the fd did before: after a
+ * plain write taught the engine that the fs refuses NOWAIT writes, a NOWAIT
+ * write still gets the kernel's answer, never a blocking write. */
+Test(ops, caller_nowait_write_after_plain_write)
+{
+	int fd = t_tmpfile(256 * KiB, 57);
+	int probe_fd = t_tmpfile(256 * KiB, 58);
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+	enum { LEN = 4096 + 100 };
+	uint8_t src[LEN];
+	struct fsaio_req req;
+
+	t_fill_pattern(src, LEN, 1000, 59);
+	fsaio_prep_pwrite(&req, fd, src, LEN, 1000);
+	struct fsaio_event ev = run1(ctx, &req);
+	cr_assert_eq(ev.res, LEN);
+	t_make_cold(fd);
+	t_make_cold(probe_fd);
+	/* What the kernel answers a NOWAIT write on this filesystem. */
+	struct iovec iov = { src, LEN };
+	ssize_t k = pwritev2(probe_fd, &iov, 1, 20000, RWF_NOWAIT);
+	long long want = k < 0 ? -errno : k;
+
+	uint64_t queued = t_stats(ctx).queued;
+	fsaio_prep_pwrite(&req, fd, src, LEN, 20000);
+	req.rw_flags = RWF_NOWAIT;
+	ev = run1(ctx, &req);
+	cr_assert_eq(t_stats(ctx).queued, queued, "a NOWAIT write reached a worker");
+	if (want == -EOPNOTSUPP)
+		cr_assert_eq(ev.res, -EOPNOTSUPP, "the kernel refuses NOWAIT writes here; res %lld",
+			     (long long)ev.res);
+	else
+		cr_assert(ev.res == LEN || ev.res == -EAGAIN, "res %lld", (long long)ev.res);
+	t_ctx_destroy(ctx);
+}
+
+/* FSAIO_CTX_INLINE_WRITES: every kind of buffered write has its event queued
+ * when fsaio_submit returns, as the kernel's AIO does inside io_submit. */
+Test(ops, inline_writes_complete_in_submit)
+{
+	int fd = t_tmpfile(4 * MiB, 60);
+	int afd = t_reopen(fd, O_WRONLY | O_APPEND);
+	int sfd = t_reopen(fd, O_WRONLY | O_DSYNC);
+	fsaio_ctx_t *ctx = t_ctx(&(struct fsaio_params){ .flags = FSAIO_CTX_INLINE_WRITES });
+	size_t big = 1 * MiB;
+	uint8_t *src = malloc(big);
+	struct { int fd; size_t len; int64_t off; } cases[] = {
+		{ fd, 100, 5000 },              /* sub-page into a cold page */
+		{ afd, 3000, 0 },               /* O_APPEND */
+		{ fd, big, 1 * MiB },           /* 1 MiB */
+		{ sfd, 8192, 2 * MiB + 512 },   /* O_DSYNC */
+	};
+	const struct timespec zero = { 0, 0 };
+
+	cr_assert_not_null(src);
+	t_make_cold(fd);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fsaio_req req, *list[] = { &req };
+		struct fsaio_event ev;
+
+		memset(src, 'a' + i, cases[i].len);
+		fsaio_prep_pwrite(&req, cases[i].fd, src, cases[i].len, cases[i].off);
+		T_ASSERT_RET(fsaio_submit(ctx, list, 1), 1);
+		T_ASSERT_RET(fsaio_getevents(ctx, 0, 1, &ev, &zero), 1);
+		cr_assert_eq(ev.res, (int64_t)cases[i].len, "case %u: res %lld", i, (long long)ev.res);
+	}
+	struct stat st;
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(st.st_size, 4 * MiB + 3000, "the O_APPEND write went to the end");
+	cr_assert_eq(t_stats(ctx).queued, 0);
+	t_ctx_destroy(ctx);
+	free(src);
+}
