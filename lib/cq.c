@@ -126,6 +126,19 @@ static int64_t ns_now(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* now + timeout on the monotonic clock, saturating: a timeout too large to
+ * add is a wait without end, as the kernel treats it. */
+static int64_t deadline_after(const struct timespec *t)
+{
+	int64_t now = ns_now();
+	int64_t left = INT64_MAX - now;
+
+	if (t->tv_sec >= left / 1000000000)
+		return INT64_MAX;
+	left = t->tv_sec * 1000000000LL + t->tv_nsec;
+	return now + left;
+}
+
 static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 			  struct fsaio_event *events, const struct timespec *timeout)
 {
@@ -141,7 +154,7 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 	if (timeout) {
 		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000)
 			return -EINVAL;
-		deadline = ns_now() + timeout->tv_sec * 1000000000LL + timeout->tv_nsec;
+		deadline = deadline_after(timeout);
 	}
 	cq = &ctx->cq;
 	pthread_mutex_lock(&cq->lock);
@@ -153,7 +166,7 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 		got += take(ctx, nr - got, events + got);
 		if (got >= min_nr || got == nr)
 			break;
-		if (timeout) {
+		if (timeout && deadline != INT64_MAX) {
 			int64_t left = deadline - ns_now();
 
 			if (left <= 0)

@@ -258,3 +258,46 @@ Test(getevents, timed_wait_woken_by_worker)
 	t_check_pattern(buf, sizeof(buf), 0, 175);
 	t_ctx_destroy(ctx);
 }
+
+/* Timeouts too large to add to the clock wait like no timeout at all: the
+ * call returns only once the event it waits for is there. */
+struct huge_wait {
+	fsaio_ctx_t *ctx;
+	struct timespec ts;
+	_Atomic int ret;
+};
+
+static void *wait_huge(void *arg)
+{
+	struct huge_wait *w = arg;
+	struct fsaio_event ev;
+
+	atomic_store(&w->ret, fsaio_getevents(w->ctx, 1, 1, &ev, &w->ts));
+	return NULL;
+}
+
+Test(getevents, huge_timeouts_saturate)
+{
+	const struct timespec huge[] = {
+		{ INT64_MAX / 2, 0 }, { 10000000000LL, 0 }, { INT64_MAX, 999999999 },
+	};
+	int fd = t_tmpfile(64 * 1024, 173);
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+
+	for (unsigned i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
+		struct huge_wait w = { .ctx = ctx, .ts = huge[i], .ret = -1000 };
+		struct fsaio_req req;
+		uint8_t buf[512];
+		pthread_t th;
+
+		cr_assert_eq(pthread_create(&th, NULL, wait_huge, &w), 0);
+		t_sleep_ms(50);
+		/* A hot read completes inline: the waiter's event. */
+		fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0);
+		t_submit1(ctx, &req);
+		cr_assert_eq(pthread_join(th, NULL), 0);
+		cr_assert_eq(atomic_load(&w.ret), 1, "timeout {%lld, %ld}: returned %d",
+			     (long long)huge[i].tv_sec, huge[i].tv_nsec, atomic_load(&w.ret));
+	}
+	t_ctx_destroy(ctx);
+}
