@@ -208,8 +208,25 @@ static inline int64_t fsaio__file_revents(const struct fsaio_req *r)
 {
 	return (int64_t)(r->len & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM));
 }
-/* priv_[1]: 1 when the fd has no file position to honour (pipes, sockets). */
-static inline bool fsaio__is_stream(const struct fsaio_req *r) { return r->priv_[1] != 0; }
+/*
+ * priv_[1]: the descriptor the engine runs the request on, in the low 32
+ * bits, and two flags above. A request handed on from the submitter holds a
+ * duplicate of the caller's fd (FSAIO__P1_BOUND), taken before fsaio_submit
+ * returns and closed at its completion, so it stays bound to the file it
+ * named at submit, as the kernel's AIO holds a file reference, whatever the
+ * caller later does with that fd number.
+ */
+#define FSAIO__P1_STREAM (1ull << 32)   /* no file position to honour (pipes, sockets) */
+#define FSAIO__P1_BOUND (1ull << 33)    /* the low bits are the engine's own duplicate */
+static inline bool fsaio__is_stream(const struct fsaio_req *r)
+{
+	return r->priv_[1] & FSAIO__P1_STREAM;
+}
+static inline int fsaio__fd(const struct fsaio_req *r) { return (int)(uint32_t)r->priv_[1]; }
+static inline void fsaio__set_stream(struct fsaio_req *r, bool stream)
+{
+	r->priv_[1] = (r->priv_[1] & ~FSAIO__P1_STREAM) | (stream ? FSAIO__P1_STREAM : 0);
+}
 /* priv_[2] of FILE and DIRECT requests: FSAIO__P2_* flags, written by whoever
  * owns the request at the time (state_ hands it over with release/acquire);
  * priv_[3] is free. */
@@ -233,6 +250,12 @@ int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
  * fsaio__rw_blocking (method_blocking.c). */
 int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
 void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
+/* Bind r to its file before it leaves the submitter: 0, or -errno (no
+ * descriptor left) and r is unchanged. Idempotent. */
+int fsaio__bind(struct fsaio_req *r);
+/* Run r to its end here, with blocking calls, and complete it: what the
+ * submitter does when r cannot be bound for a hand-off. */
+void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
 
 /* fdtable.c */
 int fsaio__fdtable_init(struct fsaio__fdtable *t);

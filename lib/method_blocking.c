@@ -27,14 +27,14 @@ static int64_t sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	int ret;
 
 	FSAIO__INC(ctx, retries, 1);
-	ret = r->opcode == FSAIO_OP_FSYNC ? fsync(r->fd) : fdatasync(r->fd);
+	ret = r->opcode == FSAIO_OP_FSYNC ? fsync(fsaio__fd(r)) : fdatasync(fsaio__fd(r));
 	return ret < 0 ? -errno : 0;
 }
 
 /* FSAIO_OP_POLL on a worker: wait for the events with poll(2). */
 static int64_t poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
-	struct pollfd pfd = { r->fd, (short)r->len, 0 };
+	struct pollfd pfd = { fsaio__fd(r), (short)r->len, 0 };
 	int n;
 
 	do {

@@ -65,7 +65,7 @@ static bool stale(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdin
 		return true;
 	}
 	r->method_ = now.kind;
-	r->priv_[1] = !(now.flags & FSAIO__FD_SEEKABLE);
+	fsaio__set_stream(r, !(now.flags & FSAIO__FD_SEEKABLE));
 	*ret = fsaio__methods[now.kind]->start(ctx, r, now, b);
 	return true;
 }

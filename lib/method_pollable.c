@@ -189,7 +189,8 @@ int64_t fsaio__pollable_step(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	return step(ctx, r, true, tmp, FSAIO__IOV_MAX);
 }
 
-static void start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+/* 0, or -EAGAIN when r can go nowhere: refused at submit. */
+static int start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
 {
 	struct pollfd pfd = { .fd = r->fd, .events = (short)r->len };
 	int ret;
@@ -197,9 +198,11 @@ static void start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio_
 	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) && poll(&pfd, 1, 0) > 0) {
 		FSAIO__INC(ctx, completed_inline, 1);
 		fsaio__complete(ctx, r, (unsigned short)pfd.revents, b);
-		return;
+		return 0;
 	}
 	ret = fsaio__poller_park(ctx, r);
+	if (ret && ret != -EPERM && fsaio__bind(r))
+		return -EAGAIN;
 	if (ret == -EPERM) {
 		/* epoll refuses files whose readiness never changes: what
 		 * poll(2) says now is all there will ever be. */
@@ -209,6 +212,7 @@ static void start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio_
 	} else if (ret) {
 		fsaio__pool_queue(ctx, r);
 	}
+	return 0;
 }
 
 static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
@@ -218,10 +222,8 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 	int64_t res = FSAIO__STEP_AGAIN;
 
 	(void)fi;
-	if (r->opcode == FSAIO_OP_POLL) {
-		start_poll(ctx, r, b);
-		return 0;
-	}
+	if (r->opcode == FSAIO_OP_POLL)
+		return start_poll(ctx, r, b);
 	if (!fsaio__is_rw(r)) {
 		fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: a worker */
 		return 0;
@@ -238,7 +240,7 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 			return ret;
 		if (now.kind != FSAIO__KIND_POLLABLE) {
 			r->method_ = now.kind;
-			r->priv_[1] = !(now.flags & FSAIO__FD_SEEKABLE);
+			fsaio__set_stream(r, !(now.flags & FSAIO__FD_SEEKABLE));
 			if (!(now.flags & (fsaio__is_write(r) ? FSAIO__FD_WRITE : FSAIO__FD_READ)))
 				return -EBADF;
 			return fsaio__methods[now.kind]->start(ctx, r, now, b);
@@ -265,8 +267,16 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 		FSAIO__INC(ctx, partial_inline, 1);
 	/* Once parked, r may complete and be reused at any moment: not a
 	 * field of it is touched after a successful park. */
-	if (res == FSAIO__STEP_POOL || fsaio__poller_park(ctx, r))
-		fsaio__pool_queue(ctx, r);
+	if (res != FSAIO__STEP_POOL && fsaio__poller_park(ctx, r) == 0)
+		return 0;
+	if (fsaio__bind(r)) {
+		/* No descriptor left to carry it: refused, or what was done. */
+		if (!r->done_)
+			return -EAGAIN;
+		fsaio__complete(ctx, r, (int64_t)r->done_, b);
+		return 0;
+	}
+	fsaio__pool_queue(ctx, r);
 	return 0;
 }
 

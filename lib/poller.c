@@ -200,6 +200,9 @@ static void finish(struct fsaio_ctx *ctx, struct fsaio_req *done, struct fsaio_r
 	while ((r = pool)) {
 		pool = r->next_;
 		r->next_ = NULL;
+		/* Parked requests wait by fd number; a worker gets the file
+		 * that number names now, or the number itself if none is left. */
+		(void)fsaio__bind(r);
 		fsaio__pool_queue(ctx, r);
 	}
 }

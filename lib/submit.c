@@ -10,6 +10,7 @@
  * fsaio__complete().
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <string.h>
@@ -60,6 +61,8 @@ void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 
 	if (res == -ECANCELED)
 		FSAIO__INC(ctx, cancelled, 1);
+	if (req->priv_[1] & FSAIO__P1_BOUND)
+		close(fsaio__fd(req));
 	fsaio__state_set(req, FSAIO__DONE);
 	if (b) {
 		b->ev[b->n++] = ev;
@@ -113,7 +116,7 @@ ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, in
 	 * hot 4 KiB reads in perf; the API calls run with cancellation
 	 * disabled anyway, fsaio__nocancel_begin). The offset goes as the
 	 * kernel's low and high words, as glibc passes it. */
-	n = syscall(fsaio__is_write(r) ? SYS_pwritev2 : SYS_preadv2, r->fd, iov, cnt, (long)off,
+	n = syscall(fsaio__is_write(r) ? SYS_pwritev2 : SYS_preadv2, fsaio__fd(r), iov, cnt, (long)off,
 		    (long)((uint64_t)off >> 32), flags);
 	return n < 0 ? -errno : n;
 }
@@ -137,7 +140,7 @@ int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		if (n == -EINTR)
 			continue;
 		if (n == -EAGAIN && stream) {
-			struct pollfd pfd = { r->fd, fsaio__is_write(r) ? POLLOUT : POLLIN, 0 };
+			struct pollfd pfd = { fsaio__fd(r), fsaio__is_write(r) ? POLLOUT : POLLIN, 0 };
 
 			poll(&pfd, 1, -1);
 			continue;
@@ -153,10 +156,37 @@ int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	return (int64_t)r->done_;
 }
 
+int fsaio__bind(struct fsaio_req *r)
+{
+	int fd;
+
+	if (r->priv_[1] & FSAIO__P1_BOUND)
+		return 0;
+	fd = fcntl(fsaio__fd(r), F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	r->priv_[1] = (r->priv_[1] & FSAIO__P1_STREAM) | FSAIO__P1_BOUND | (uint32_t)fd;
+	return 0;
+}
+
+void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+{
+	uint64_t before = r->done_;
+	int64_t res = fsaio__retry_blocking(ctx, r);
+
+	FSAIO__INC(ctx, bytes_inline, r->done_ - before);
+	FSAIO__INC(ctx, completed_inline, 1);
+	fsaio__complete(ctx, r, res, b);
+}
+
 void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
 {
 	if (r->rw_flags & RWF_NOWAIT) {
 		fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
+		return;
+	}
+	if (fsaio__bind(r)) {
+		fsaio__run_here(ctx, r, b);
 		return;
 	}
 	if (r->done_)
@@ -221,7 +251,7 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 		}
 	}
 	r->priv_[0] = total;
-	r->priv_[1] = !(fi->flags & FSAIO__FD_SEEKABLE);
+	r->priv_[1] = (uint32_t)r->fd | (fi->flags & FSAIO__FD_SEEKABLE ? 0 : FSAIO__P1_STREAM);
 	return 0;
 }
 

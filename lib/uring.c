@@ -199,7 +199,7 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 	uint64_t off = (uint64_t)r->offset + r->done_;
 
 	if (!fsaio__is_rw(r)) {
-		io_uring_prep_fsync(sqe, r->fd, r->opcode == FSAIO_OP_FDSYNC ?
+		io_uring_prep_fsync(sqe, fsaio__fd(r), r->opcode == FSAIO_OP_FDSYNC ?
 				    IORING_FSYNC_DATASYNC : 0);
 	} else if (!fsaio__is_vectored(r)) {
 		char *p = (char *)r->buf + r->done_;
@@ -207,18 +207,18 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 			     (unsigned)(r->len - r->done_);
 
 		if (fsaio__is_write(r))
-			io_uring_prep_write(sqe, r->fd, p, n, off);
+			io_uring_prep_write(sqe, fsaio__fd(r), p, n, off);
 		else
-			io_uring_prep_read(sqe, r->fd, p, n, off);
+			io_uring_prep_read(sqe, fsaio__fd(r), p, n, off);
 		sqe->rw_flags = rwf;
 	} else {
 		const struct iovec *iov;
 		int cnt = fsaio__iov_rest(r, tmp, FSAIO__IOV_MAX, &iov);
 
 		if (fsaio__is_write(r))
-			io_uring_prep_writev(sqe, r->fd, iov, (unsigned)cnt, off);
+			io_uring_prep_writev(sqe, fsaio__fd(r), iov, (unsigned)cnt, off);
 		else
-			io_uring_prep_readv(sqe, r->fd, iov, (unsigned)cnt, off);
+			io_uring_prep_readv(sqe, fsaio__fd(r), iov, (unsigned)cnt, off);
 		sqe->rw_flags = rwf;
 	}
 	io_uring_sqe_set_data(sqe, r);
@@ -667,7 +667,7 @@ void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 		/* r may be complete and reused once queued: read done_ first. */
 		bool partial = r->done_ != 0;
 
-		if (fsaio__uring_queue(ctx, r, b != NULL) == 0) {
+		if (fsaio__bind(r) == 0 && fsaio__uring_queue(ctx, r, b != NULL) == 0) {
 			if (partial)
 				FSAIO__INC(ctx, partial_inline, 1);
 			return;

@@ -144,3 +144,97 @@ Test(fdreuse, tmpfs_then_disk_then_tmpfs)
 	t_check_pattern(buf, sizeof(buf), 8192, 88);
 	t_ctx_destroy(ctx);
 }
+
+/*
+ * A request is bound to the file its fd named at submit, as the kernel's AIO
+ * holds a reference to it: dup2() of another file over that number while
+ * the requests wait must not send them to the other file.
+ */
+enum { BIND_N = 8, BIND_LEN = 16 * KiB };
+
+/* Queued reads and writes on A (the one worker held by a blocker, so they
+ * cannot start before the dup2), then B put at A's number. */
+Test(fdreuse, queued_requests_stay_on_their_file)
+{
+	struct t_sat sat;
+	t_saturate(&sat, &(struct fsaio_params){ .workers = 1 });
+	int a = t_tmpfile(1024 * KiB, 81);
+	int b = t_tmpfile(1024 * KiB, 82);
+	static uint8_t rbuf[BIND_N][BIND_LEN], wbuf[BIND_N][100];
+	struct fsaio_req reqs[2 * BIND_N], *rp[2 * BIND_N];
+	struct fsaio_event evs[2 * BIND_N + 1];
+
+	t_make_cold(a);
+	for (int i = 0; i < BIND_N; i++) {
+		/* Cold reads, and sub-page writes into cold pages: both wait
+		 * for the worker. */
+		fsaio_prep_pread(&reqs[i], a, rbuf[i], BIND_LEN, (int64_t)i * 2 * BIND_LEN);
+		memset(wbuf[i], 'w', sizeof(wbuf[i]));
+		fsaio_prep_pwrite(&reqs[BIND_N + i], a, wbuf[i], sizeof(wbuf[i]),
+				  (int64_t)i * 2 * BIND_LEN + BIND_LEN + 7);
+	}
+	for (int i = 0; i < 2 * BIND_N; i++)
+		rp[i] = &reqs[i];
+	t_submit(sat.ctx, rp, 2 * BIND_N);
+	int a_again = t_reopen(a, O_RDONLY);
+	cr_assert_eq(dup2(b, a), a);
+	t_sat_unblock(&sat);
+	t_reap_all(sat.ctx, 2 * BIND_N + 1, evs, T_EVENT_TIMEOUT_MS);
+	t_sat_check(&sat, evs, 2 * BIND_N + 1);
+	for (int i = 0; i < BIND_N; i++) {
+		const struct fsaio_event *ev = t_event_of(evs, 2 * BIND_N + 1, &reqs[i]);
+
+		cr_assert_eq(ev->res, BIND_LEN, "read %d: res %lld", i, (long long)ev->res);
+		t_check_pattern(rbuf[i], BIND_LEN, (uint64_t)i * 2 * BIND_LEN, 81);
+		ev = t_event_of(evs, 2 * BIND_N + 1, &reqs[BIND_N + i]);
+		cr_assert_eq(ev->res, 100, "write %d: res %lld", i, (long long)ev->res);
+	}
+	/* B is untouched; A holds the writes. */
+	t_check_file(b, 0, 1024 * KiB, 82);
+	for (int i = 0; i < BIND_N; i++) {
+		uint8_t got[100];
+		cr_assert_eq(pread(a_again, got, sizeof(got), (off_t)i * 2 * BIND_LEN + BIND_LEN + 7), 100);
+		t_check_bytes(got, sizeof(got), 'w');
+	}
+	t_ctx_destroy(sat.ctx);
+}
+
+/* Cold reads carried by each backend, the fd closed and its number taken by
+ * another file at once: whether a read finished before or after, its data is
+ * the submitted file's. */
+static void reads_survive_reuse(uint32_t backend)
+{
+	fsaio_ctx_t *ctx = t_ctx_backend(backend);
+	int a = t_tmpfile(1024 * KiB, 83);
+	static uint8_t bufs[BIND_N][BIND_LEN];
+	struct fsaio_req reqs[BIND_N], *rp[BIND_N];
+	struct fsaio_event evs[BIND_N];
+
+	t_make_cold(a);
+	for (int i = 0; i < BIND_N; i++) {
+		fsaio_prep_pread(&reqs[i], a, bufs[i], BIND_LEN, (int64_t)i * 3 * BIND_LEN);
+		rp[i] = &reqs[i];
+	}
+	t_submit(ctx, rp, BIND_N);
+	cr_assert_eq(close(a), 0);
+	int b = t_tmpfile(1024 * KiB, 84);
+	if (b != a)
+		move_to(b, a);
+	t_reap_all(ctx, BIND_N, evs, T_EVENT_TIMEOUT_MS);
+	for (int i = 0; i < BIND_N; i++) {
+		cr_assert_eq(evs[i].res, BIND_LEN, "res %lld", (long long)evs[i].res);
+		int k = (int)(evs[i].req - reqs);
+		t_check_pattern(bufs[k], BIND_LEN, (uint64_t)k * 3 * BIND_LEN, 83);
+	}
+	t_ctx_destroy(ctx);
+}
+
+Test(fdreuse, reads_stay_on_their_file_pool)
+{
+	reads_survive_reuse(FSAIO_BACKEND_THREADS);
+}
+
+Test(fdreuse, reads_stay_on_their_file_ring)
+{
+	reads_survive_reuse(FSAIO_BACKEND_URING);
+}
