@@ -36,7 +36,7 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 		return 0;
 	}
 	r->priv_[2] = 0;
-	if (fsaio__bind(r) == 0 && fsaio__uring_queue(ctx, r, true) == 0)
+	if (fsaio__uring_queue(ctx, r, true) == 0)
 		return 0;
 	fsaio__handoff(ctx, r, b);
 	return 0;

@@ -125,6 +125,7 @@
 #define TAG_CANCEL 1u           /* a struct cancel_wait waiting for its answer */
 #define UD_IGNORE 2u            /* destroy's cancel-all: nobody waits */
 #define UD_STOP 4u              /* destroy's wake-up NOP */
+#define TAG_BIND 3u             /* a request's FILES_UPDATE (only failures post a CQE) */
 
 #define CANCEL_MAX 64           /* cancels in progress at once; beyond: -EBUSY */
 #define SQ_MAX 256
@@ -144,6 +145,15 @@ struct fsaio__uring {
 	struct fsaio_req *cancels[CANCEL_MAX];
 	pthread_t thread;       /* immutable once published */
 	struct fsaio_ctx *ctx;  /* immutable */
+	/* Fixed-file slots binding requests to their files (see bind_slot).
+	 * nslots is immutable (0: none could be registered, requests hold a
+	 * duplicate fd instead); the rest is under sq_lock. */
+	unsigned nslots;
+	int *slot_fd;           /* the fd a slot's FILES_UPDATE installs */
+	uint32_t *free_slots;   /* stack of free slots */
+	unsigned nfree;
+	_Atomic bool dirty;     /* a free slot may still hold a file; written
+				 * under sq_lock, read without it as a hint */
 };
 
 struct cancel_wait {
@@ -189,6 +199,13 @@ static void futex_wake(_Atomic uint32_t *w)
 	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* priv_[3] of a request in the ring: its fixed-file slot + 1, or 0; above
+ * bit 32, the error of a FILES_UPDATE that failed. */
+static unsigned slot_of(const struct fsaio_req *r)
+{
+	return (unsigned)(uint32_t)r->priv_[3];
+}
+
 /* Fill sqe for what remains of r. Called under sq_lock: the iovec copy in
  * tmp need only live until io_uring_submit returns (IORING_FEAT_SUBMIT_STABLE,
  * checked at setup). */
@@ -197,9 +214,10 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 	/* RWF_HIPRI needs an IOPOLL ring (EINVAL otherwise): it is a hint. */
 	int rwf = r->rw_flags & ~RWF_HIPRI;
 	uint64_t off = (uint64_t)r->offset + r->done_;
+	int fd = slot_of(r) ? (int)slot_of(r) - 1 : fsaio__fd(r);
 
 	if (!fsaio__is_rw(r)) {
-		io_uring_prep_fsync(sqe, fsaio__fd(r), r->opcode == FSAIO_OP_FDSYNC ?
+		io_uring_prep_fsync(sqe, fd, r->opcode == FSAIO_OP_FDSYNC ?
 				    IORING_FSYNC_DATASYNC : 0);
 	} else if (!fsaio__is_vectored(r)) {
 		char *p = (char *)r->buf + r->done_;
@@ -207,20 +225,22 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 			     (unsigned)(r->len - r->done_);
 
 		if (fsaio__is_write(r))
-			io_uring_prep_write(sqe, fsaio__fd(r), p, n, off);
+			io_uring_prep_write(sqe, fd, p, n, off);
 		else
-			io_uring_prep_read(sqe, fsaio__fd(r), p, n, off);
+			io_uring_prep_read(sqe, fd, p, n, off);
 		sqe->rw_flags = rwf;
 	} else {
 		const struct iovec *iov;
 		int cnt = fsaio__iov_rest(r, tmp, FSAIO__IOV_MAX, &iov);
 
 		if (fsaio__is_write(r))
-			io_uring_prep_writev(sqe, fsaio__fd(r), iov, (unsigned)cnt, off);
+			io_uring_prep_writev(sqe, fd, iov, (unsigned)cnt, off);
 		else
-			io_uring_prep_readv(sqe, fsaio__fd(r), iov, (unsigned)cnt, off);
+			io_uring_prep_readv(sqe, fd, iov, (unsigned)cnt, off);
 		sqe->rw_flags = rwf;
 	}
+	if (slot_of(r))
+		sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data(sqe, r);
 }
 
@@ -255,12 +275,69 @@ static int flush(struct fsaio__uring *u)
 	}
 }
 
+/*
+ * Bind r to its file for its whole life in the ring, as the kernel's AIO
+ * holds a file reference: a free slot of the ring's fixed-file table gets
+ * the caller's fd by a FILES_UPDATE linked before r's first SQE, in the
+ * same io_uring_enter, and every SQE of r names the slot. Nothing is paid
+ * outside that enter. A slot is given back at r's completion and keeps its
+ * file until it is reused or the ring goes idle (clear_slots). Where no
+ * table could be registered, r holds a duplicate fd (fsaio__bind).
+ * Under sq_lock, with two SQEs free. 0 or -errno.
+ */
+static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_uring_sqe **out)
+{
+	struct io_uring_sqe *sqe;
+	uint32_t slot;
+
+	*out = NULL;
+	if (!u->nslots)
+		return fsaio__bind(r);
+	if (!u->nfree)
+		return -EAGAIN;
+	slot = u->free_slots[--u->nfree];
+	u->slot_fd[slot] = fsaio__fd(r);
+	*out = sqe = io_uring_get_sqe(&u->ring);
+	io_uring_prep_files_update(sqe, &u->slot_fd[slot], 1, (int)slot);
+	sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)r | TAG_BIND));
+	r->priv_[3] = slot + 1;
+	return 0;
+}
+
+/* r is done with the ring: its slot is free (still holding the file). */
+static void release_slot(struct fsaio__uring *u, unsigned slot)
+{
+	if (!slot)
+		return;
+	pthread_mutex_lock(&u->sq_lock);
+	u->free_slots[u->nfree++] = slot - 1;
+	atomic_store_explicit(&u->dirty, true, memory_order_relaxed);
+	pthread_mutex_unlock(&u->sq_lock);
+}
+
+/* With nothing in the ring, drop the files free slots still hold, so a file
+ * the caller closed is not kept open by the engine. On the thread. */
+static void clear_slots(struct fsaio__uring *u)
+{
+	pthread_mutex_lock(&u->sq_lock);
+	if (atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
+	    !atomic_load_explicit(&u->inflight, memory_order_relaxed)) {
+		for (unsigned i = 0; i < u->nslots; i++)
+			u->slot_fd[i] = -1;
+		/* Under sq_lock: no slot can be handed out meanwhile. */
+		(void)io_uring_register_files_update(&u->ring, 0, u->slot_fd, u->nslots);
+		atomic_store_explicit(&u->dirty, false, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&u->sq_lock);
+}
+
 /* Queue r's remainder; called by submitters and by the thread to continue
  * a short result. -ESHUTDOWN once destroy began. */
 static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer)
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe *sqe, *bind = NULL;
 	int ret;
 
 	/* A vectored remainder lives in tmp: it must be submitted now. */
@@ -271,8 +348,20 @@ static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool d
 		pthread_mutex_unlock(&u->sq_lock);
 		return -ESHUTDOWN;
 	}
-	sqe = get_sqe(u);
+	/* A first SQE comes with its FILES_UPDATE: both in one submission. */
+	if (!again && io_uring_sq_space_left(&u->ring) < 2 && flush(u) < 0) {
+		pthread_mutex_unlock(&u->sq_lock);
+		return -EAGAIN;
+	}
+	if (!again)
+		r->priv_[3] = 0;
+	if (!again && (ret = bind_slot(u, r, &bind))) {
+		pthread_mutex_unlock(&u->sq_lock);
+		return ret;
+	}
+	sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe) {
+		/* Cannot happen: bind_slot found room for two. */
 		pthread_mutex_unlock(&u->sq_lock);
 		return -EAGAIN;
 	}
@@ -293,6 +382,12 @@ static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool d
 		/* Not consumed: make it harmless for a later submit. */
 		io_uring_prep_nop(sqe);
 		io_uring_sqe_set_data(sqe, NULL);
+		if (bind) {
+			io_uring_prep_nop(bind);
+			io_uring_sqe_set_data(bind, NULL);
+			u->free_slots[u->nfree++] = slot_of(r) - 1;
+			r->priv_[3] = 0;
+		}
 	}
 	pthread_mutex_unlock(&u->sq_lock);
 	if (ret && !again)
@@ -318,6 +413,17 @@ static bool asked_cancel(struct fsaio__uring *u, struct fsaio_req *r)
 	return mine;
 }
 
+/* r leaves the ring with its event; its slot is free again. */
+static void finish(struct fsaio__uring *u, struct fsaio_req *r, int64_t res,
+		   struct fsaio__batch *b)
+{
+	/* The slot first: the caller may submit again as soon as it reaps. */
+	release_slot(u, slot_of(r));
+	r->priv_[3] = 0;
+	atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
+	fsaio__complete(u->ctx, r, res, b);
+}
+
 /* One CQE of a request: continue, or complete. Runs on the thread. */
 static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 		   struct fsaio__batch *b)
@@ -333,15 +439,19 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 		r->done_ += (uint64_t)res;
 		FSAIO__INC(ctx, bytes_uring, (uint64_t)res);
 	}
+	/* Its FILES_UPDATE failed (the fd was closed before the submit
+	 * reached the kernel): the linked SQE was never issued. */
+	if (r->priv_[3] >> 32) {
+		finish(u, r, -(int64_t)(r->priv_[3] >> 32), b);
+		return;
+	}
 	if (res == -ECANCELED && asked_cancel(u, r)) {
-		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-		fsaio__complete(ctx, r, -ECANCELED, b);
+		finish(u, r, -ECANCELED, b);
 		return;
 	}
 	/* The caller's RWF_NOWAIT: -EAGAIN is the answer it asked for. */
 	if (res == -EAGAIN && (r->rw_flags & RWF_NOWAIT)) {
-		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-		fsaio__complete(ctx, r, fsaio__result(r, res), b);
+		finish(u, r, fsaio__result(r, res), b);
 		return;
 	}
 	/* A first -EFAULT may only mean that the submitter exited (see the
@@ -351,28 +461,28 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 				__ATOMIC_RELAXED) & FSAIO__P2_EFAULT_RETRY))
 		res = -EINTR;
 	/* Continue: a short count that is not EOF, or a cancel/interruption
-	 * nobody asked for. A read's 0 is EOF; a write's 0 would loop. An
-	 * -EAGAIN (should not come without NOWAIT) goes to the pool rather
-	 * than round the ring again. */
+	 * nobody asked for, on the same file (its slot or duplicate fd). A
+	 * read's 0 is EOF; a write's 0 would loop. An -EAGAIN (should not
+	 * come without NOWAIT) is not sent round the ring again. */
 	if ((res > 0 && fsaio__is_rw(r) && r->done_ < fsaio__total(r)) ||
 	    res == -EINTR || res == -EAGAIN || res == -ECANCELED) {
 		ret = res == -EAGAIN ? -EAGAIN : queue(u, r, true, false);
 		if (ret == 0)
 			return;
-		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 		if (ret == -ESHUTDOWN) {
-			fsaio__complete(ctx, r, -ECANCELED, b);
-		} else {
-			/* The ring refused the remainder: the pool carries it. */
+			finish(u, r, -ECANCELED, b);
+		} else if (!slot_of(r)) {
+			/* The ring refused the remainder: the pool carries it
+			 * (r holds a duplicate fd). */
+			atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 			fsaio__pool_queue(ctx, r);
+		} else {
+			/* Only the ring holds r's file: what was done, or why not. */
+			finish(u, r, fsaio__result(r, ret), b);
 		}
 		return;
 	}
-	atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-	if (res >= 0)
-		fsaio__complete(ctx, r, fsaio__is_rw(r) ? (int64_t)r->done_ : 0, b);
-	else
-		fsaio__complete(ctx, r, fsaio__result(r, res), b);
+	finish(u, r, res >= 0 ? (fsaio__is_rw(r) ? (int64_t)r->done_ : 0) : fsaio__result(r, res), b);
 }
 
 static void *ring_thread(void *arg)
@@ -410,6 +520,12 @@ static void *ring_thread(void *arg)
 				w->res = cqe->res;
 				atomic_store_explicit(&w->done, 1, memory_order_release);
 				futex_wake(&w->done);
+			} else if ((ud & TAG_MASK) == TAG_BIND) {
+				/* Only a failed FILES_UPDATE posts: its request's
+				 * CQE (-ECANCELED) follows and reads this. */
+				struct fsaio_req *r = (struct fsaio_req *)(ud & ~(uintptr_t)TAG_MASK);
+
+				r->priv_[3] |= (uint64_t)(uint32_t)-cqe->res << 32;
 			} else if (ud == UD_STOP) {
 				stop_seen = true;
 			} else if (ud && !(ud & TAG_MASK)) {
@@ -418,8 +534,35 @@ static void *ring_thread(void *arg)
 		}
 		io_uring_cq_advance(&u->ring, n);
 		fsaio__batch_flush(u->ctx, &b);
+		if (atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
+		    !atomic_load_explicit(&u->inflight, memory_order_relaxed))
+			clear_slots(u);
 	}
 	return NULL;
+}
+
+/* One fixed-file slot per request the context can have in flight; without
+ * them (memory, or a kernel without sparse tables) requests hold dups. */
+static void init_slots(struct fsaio__uring *u, unsigned n)
+{
+	u->slot_fd = malloc(n * sizeof(*u->slot_fd));
+	u->free_slots = malloc(n * sizeof(*u->free_slots));
+	if (u->slot_fd && u->free_slots && io_uring_register_files_sparse(&u->ring, n) == 0) {
+		for (unsigned i = 0; i < n; i++)
+			u->free_slots[i] = n - 1 - i;
+		u->nfree = u->nslots = n;
+		return;
+	}
+	free(u->slot_fd);
+	free(u->free_slots);
+	u->slot_fd = NULL;
+	u->free_slots = NULL;
+}
+
+static void free_slots(struct fsaio__uring *u)
+{
+	free(u->slot_fd);
+	free(u->free_slots);
 }
 
 static struct fsaio__uring *create(struct fsaio_ctx *ctx)
@@ -439,10 +582,11 @@ static struct fsaio__uring *create(struct fsaio_ctx *ctx)
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return NULL;
-	/* The SQ is drained at every submit, so a small one does; the CQ
+	/* The SQ is drained at every submit, so a small one does (two SQEs a
+	 * request: its FILES_UPDATE and itself); the CQ
 	 * holds one CQE per request in flight (at most queue_depth), and
 	 * beyond CQ_MAX the kernel's overflow list keeps them (FEAT_NODROP). */
-	while (sq > 8 && sq / 2 >= ctx->depth)
+	while (sq > 8 && sq / 2 >= 2 * ctx->depth)
 		sq /= 2;
 	cq = 2 * sq;
 	while (cq < ctx->depth && cq < CQ_MAX)
@@ -466,6 +610,7 @@ static struct fsaio__uring *create(struct fsaio_ctx *ctx)
 	}
 	atomic_store_explicit(&uring_sys, 1, memory_order_relaxed);
 	u->ctx = ctx;
+	init_slots(u, ctx->depth);
 	pthread_mutex_init(&u->sq_lock, NULL);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -474,6 +619,7 @@ static struct fsaio__uring *create(struct fsaio_ctx *ctx)
 	if (ret) {
 		pthread_mutex_destroy(&u->sq_lock);
 		io_uring_queue_exit(&u->ring);
+		free_slots(u);
 		free(u);
 		return NULL;
 	}
@@ -607,6 +753,7 @@ void fsaio__uring_stop(struct fsaio_ctx *ctx)
 	io_uring_queue_exit(&u->ring);
 	pthread_mutex_destroy(&u->sq_lock);
 	atomic_store_explicit(&ctx->uring, NULL, memory_order_relaxed);
+	free_slots(u);
 	free(u);
 }
 
@@ -618,6 +765,7 @@ void fsaio__uring_forget(struct fsaio_ctx *ctx)
 		return;
 	/* The parent's thread does not exist here: unmap and close only. */
 	io_uring_queue_exit(&u->ring);
+	free_slots(u);
 	free(u);
 }
 
@@ -667,7 +815,7 @@ void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 		/* r may be complete and reused once queued: read done_ first. */
 		bool partial = r->done_ != 0;
 
-		if (fsaio__bind(r) == 0 && fsaio__uring_queue(ctx, r, b != NULL) == 0) {
+		if (fsaio__uring_queue(ctx, r, b != NULL) == 0) {
 			if (partial)
 				FSAIO__INC(ctx, partial_inline, 1);
 			return;

@@ -8,6 +8,7 @@
 #include "t_helpers.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -237,4 +238,51 @@ Test(fdreuse, reads_stay_on_their_file_pool)
 Test(fdreuse, reads_stay_on_their_file_ring)
 {
 	reads_survive_reuse(FSAIO_BACKEND_URING);
+}
+
+/* A submitting thread that exits at once makes io_uring end its requests'
+ * pending work; the engine carries them on from its own thread, still on
+ * the submitted file after its number was given to another. */
+struct exit_submit {
+	fsaio_ctx_t *ctx;
+	struct fsaio_req *reqs;
+	int ret;
+};
+
+static void *submit_and_exit(void *arg)
+{
+	struct exit_submit *e = arg;
+	struct fsaio_req *rp[BIND_N];
+
+	for (int i = 0; i < BIND_N; i++)
+		rp[i] = &e->reqs[i];
+	e->ret = fsaio_submit(e->ctx, rp, BIND_N);
+	return NULL;
+}
+
+Test(fdreuse, reads_of_an_exited_submitter_stay_on_their_file)
+{
+	fsaio_ctx_t *ctx = t_ctx_backend(FSAIO_BACKEND_URING);
+	int a = t_tmpfile(1024 * KiB, 85);
+	int b = t_tmpfile(1024 * KiB, 86);
+	static uint8_t bufs[BIND_N][BIND_LEN];
+	struct fsaio_req reqs[BIND_N];
+	struct fsaio_event evs[BIND_N];
+	struct exit_submit e = { ctx, reqs, 0 };
+	pthread_t th;
+
+	t_make_cold(a);
+	for (int i = 0; i < BIND_N; i++)
+		fsaio_prep_pread(&reqs[i], a, bufs[i], BIND_LEN, (int64_t)i * 5 * BIND_LEN);
+	cr_assert_eq(pthread_create(&th, NULL, submit_and_exit, &e), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(e.ret, BIND_N);
+	cr_assert_eq(dup2(b, a), a);
+	t_reap_all(ctx, BIND_N, evs, T_EVENT_TIMEOUT_MS);
+	for (int i = 0; i < BIND_N; i++) {
+		cr_assert_eq(evs[i].res, BIND_LEN, "res %lld", (long long)evs[i].res);
+		int k = (int)(evs[i].req - reqs);
+		t_check_pattern(bufs[k], BIND_LEN, (uint64_t)k * 5 * BIND_LEN, 85);
+	}
+	t_ctx_destroy(ctx);
 }
