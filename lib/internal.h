@@ -116,8 +116,10 @@ struct fsaio__pool {
 struct fsaio__pfd;
 struct fsaio__poller {
 	pthread_mutex_t lock;
-	struct fsaio__pfd **fds; /* lock: [nfds] by fd number, NULL until used */
+	struct fsaio__pfd **fds; /* lock: [nfds] by the entry's own duplicate fd */
 	unsigned nfds;          /* lock */
+	struct fsaio__pfd **alias; /* lock: [nalias] by the caller's fd number */
+	unsigned nalias;        /* lock */
 	bool started;           /* lock: the thread runs (set once) */
 	bool stopping;          /* lock: destroy began; nothing parks any more */
 	_Atomic bool active;    /* set once something parked; relaxed: a hint

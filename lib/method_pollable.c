@@ -73,7 +73,7 @@ static ssize_t fifo_read(const struct fsaio_req *r, struct iovec *tmp, int cap)
 {
 	const struct iovec *iov;
 	int cnt = fsaio__iov_rest(r, tmp, cap, &iov);
-	ssize_t n = vmsplice(r->fd, iov, (unsigned long)cnt, SPLICE_F_NONBLOCK);
+	ssize_t n = vmsplice(fsaio__fd(r), iov, (unsigned long)cnt, SPLICE_F_NONBLOCK);
 
 	return n < 0 ? -errno : n;
 }
@@ -99,7 +99,7 @@ static ssize_t fifo_write(struct fsaio_ctx *ctx, const struct fsaio_req *r,
 	in = writev(spl[1], iov, cnt);
 	if (in <= 0)
 		return in < 0 && errno != EAGAIN ? -errno : NB_POOL;
-	out = splice(spl[0], NULL, r->fd, NULL, (size_t)in, SPLICE_F_NONBLOCK);
+	out = splice(spl[0], NULL, fsaio__fd(r), NULL, (size_t)in, SPLICE_F_NONBLOCK);
 	err = errno;
 	if (out < in) {
 		/* What did not fit must not reach the next write: drop the
@@ -131,7 +131,7 @@ static ssize_t nb_call(struct fsaio_ctx *ctx, struct fsaio_req *r, bool poller,
 			return n;
 		fsaio__fd_set(ctx, r->fd, refused);
 	}
-	fl = fcntl(r->fd, F_GETFL);
+	fl = fcntl(fsaio__fd(r), F_GETFL);
 	if (fl < 0)
 		return -errno;
 	if (fl & O_NONBLOCK)
@@ -145,7 +145,7 @@ static ssize_t nb_call(struct fsaio_ctx *ctx, struct fsaio_req *r, bool poller,
 	if (poller)
 		return NB_POOL;
 	if (!write) {
-		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+		struct pollfd pfd = { .fd = fsaio__fd(r), .events = POLLIN };
 
 		if (poll(&pfd, 1, 0) > 0)
 			return fsaio__rw_once(r, tmp, cap, r->rw_flags & ~RWF_NOWAIT);

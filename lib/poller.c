@@ -32,13 +32,17 @@
  * -ECANCELED. A forked child frees memory and closes its copies of the fds.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <linux/kcmp.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -50,9 +54,14 @@
 
 enum { DIR_READ, DIR_WRITE, DIR_POLL, NDIR };
 
-/* One fd number's parked requests; all fields under poller.lock. */
+/* The parked requests of one open file; all fields under poller.lock. */
 struct fsaio__pfd {
 	struct fsaio_req *head[NDIR], *tail[NDIR];
+	int fd;                 /* the engine's duplicate of the caller's fd:
+				 * the file the requests are bound to, the
+				 * epoll key, and what the poller calls on */
+	int alias;              /* the caller's fd number it was made for;
+				 * -1 once that number names another file */
 	uint32_t armed_ev;      /* epoll events of the last arm */
 	bool armed;             /* armed and not yet reported to the thread */
 	bool registered;        /* added to the epoll set (it may have dropped
@@ -90,29 +99,111 @@ void fsaio__poller_init(struct fsaio__poller *pl)
 	pl->spl[0] = pl->spl[1] = -1;
 }
 
+/* The entry whose duplicate is fd (the epoll key). */
 static struct fsaio__pfd *lookup(struct fsaio__poller *pl, int fd)
 {
 	return (unsigned)fd < pl->nfds ? pl->fds[fd] : NULL;
 }
 
-static struct fsaio__pfd *get(struct fsaio__poller *pl, int fd)
+/* The entry last made for the caller's fd number. */
+static struct fsaio__pfd *lookup_alias(struct fsaio__poller *pl, int fd)
 {
-	if ((unsigned)fd >= pl->nfds) {
-		size_t n = pl->nfds ? pl->nfds : 64;
+	return (unsigned)fd < pl->nalias ? pl->alias[fd] : NULL;
+}
+
+/* tab[fd] of a table grown on demand: NULL when memory is short. */
+static struct fsaio__pfd **cell(struct fsaio__pfd ***tab, unsigned *len, int fd)
+{
+	if ((unsigned)fd >= *len) {
+		size_t n = *len ? *len : 64;
 		struct fsaio__pfd **t;
 
 		while (n <= (unsigned)fd)
 			n *= 2;
-		t = realloc(pl->fds, n * sizeof(*t));
+		t = realloc(*tab, n * sizeof(*t));
 		if (!t)
 			return NULL;
-		memset(t + pl->nfds, 0, (n - pl->nfds) * sizeof(*t));
-		pl->fds = t;
-		pl->nfds = (unsigned)n;
+		memset(t + *len, 0, (n - *len) * sizeof(*t));
+		*tab = t;
+		*len = (unsigned)n;
 	}
-	if (!pl->fds[fd])
-		pl->fds[fd] = calloc(1, sizeof(struct fsaio__pfd));
-	return pl->fds[fd];
+	return &(*tab)[fd];
+}
+
+/* Whether fds a and b are the same open file: kcmp, or where it is denied
+ * (seccomp profiles), the same inode. */
+static bool same_file(int a, int b)
+{
+	pid_t pid = getpid();
+	struct stat sa, sb;
+	long r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
+
+	if (r >= 0)
+		return r == 0;
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && sa.st_rdev == sb.st_rdev;
+}
+
+/* The entry for the file r's fd names now: the one made for that number
+ * while it still names the same file, else a new one holding a duplicate.
+ * NULL and *err set when no descriptor or memory is left. */
+static struct fsaio__pfd *entry_for(struct fsaio__poller *pl, const struct fsaio_req *r, int *err)
+{
+	struct fsaio__pfd *p = lookup_alias(pl, r->fd), **key, **alias;
+	int dupfd;
+
+	if (p && same_file(r->fd, p->fd))
+		return p;
+	if (p) {
+		/* The number was given to another file: p keeps its waiters. */
+		p->alias = -1;
+		pl->alias[r->fd] = NULL;
+	}
+	alias = cell(&pl->alias, &pl->nalias, r->fd);
+	dupfd = alias ? fcntl(r->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (dupfd < 0) {
+		*err = alias ? -errno : -ENOMEM;
+		return NULL;
+	}
+	key = cell(&pl->fds, &pl->nfds, dupfd);
+	p = key ? calloc(1, sizeof(*p)) : NULL;
+	if (!p) {
+		close(dupfd);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	p->fd = dupfd;
+	p->alias = r->fd;
+	*key = p;
+	*alias = p;
+	return p;
+}
+
+static bool idle(const struct fsaio__pfd *p)
+{
+	return !p->head[DIR_READ] && !p->head[DIR_WRITE] && !p->head[DIR_POLL];
+}
+
+/* Drop an entry with no waiters: out of epoll and the tables. Its duplicate
+ * is returned to be closed once poller.lock is released (closing the last
+ * reference of a socket may block). */
+static int drop(struct fsaio__poller *pl, struct fsaio__pfd *p)
+{
+	int fd = p->fd;
+
+	if (p->registered)
+		(void)epoll_ctl(pl->epfd, EPOLL_CTL_DEL, fd, NULL);
+	pl->fds[fd] = NULL;
+	if (p->alias >= 0 && pl->alias[p->alias] == p)
+		pl->alias[p->alias] = NULL;
+	free(p);
+	return fd;
+}
+
+/* The descriptor r runs on: the entry's while parked, else the caller's. */
+static void run_on(struct fsaio_req *r, int fd)
+{
+	r->priv_[1] = (r->priv_[1] & FSAIO__P1_STREAM) | (uint32_t)fd;
 }
 
 static void push(struct fsaio__pfd *p, int d, struct fsaio_req *r)
@@ -200,10 +291,13 @@ static void finish(struct fsaio_ctx *ctx, struct fsaio_req *done, struct fsaio_r
 	while ((r = pool)) {
 		pool = r->next_;
 		r->next_ = NULL;
-		/* Parked requests wait by fd number; a worker gets the file
-		 * that number names now, or the number itself if none is left. */
-		(void)fsaio__bind(r);
-		fsaio__pool_queue(ctx, r);
+		/* A worker gets its own duplicate of the entry's file. */
+		int err = fsaio__bind(r);
+
+		if (err)
+			fsaio__complete(ctx, r, fsaio__result(r, err), b);
+		else
+			fsaio__pool_queue(ctx, r);
 	}
 }
 
@@ -238,7 +332,7 @@ static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
 	struct chain done = { NULL, &done.head }, pool = { NULL, &pool.head };
 	struct fsaio__pfd *p;
 	struct fsaio_req *r;
-	int err;
+	int err, dropped = -1;
 
 	pthread_mutex_lock(&pl->lock);
 	p = lookup(pl, fd);
@@ -294,8 +388,12 @@ static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
 			}
 		}
 	}
+	if (idle(p))
+		dropped = drop(pl, p);
 	pthread_mutex_unlock(&pl->lock);
 	finish(ctx, done.head, pool.head, b);
+	if (dropped >= 0)
+		close(dropped);
 }
 
 static void *poller_main(void *arg)
@@ -378,28 +476,34 @@ fail_errno:
 int fsaio__poller_park(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct fsaio__poller *pl = &ctx->poller;
-	struct fsaio__pfd *p;
-	int d = dir_of(r), ret = 0;
+	struct fsaio__pfd *p = NULL;
+	int d = dir_of(r), ret = 0, dropped = -1;
 
 	pthread_mutex_lock(&pl->lock);
 	if (pl->stopping)
 		ret = -ESHUTDOWN;
 	else if (!pl->started)
 		ret = start_thread(ctx);
-	if (!ret && !(p = get(pl, r->fd)))
-		ret = -ENOMEM;
-	if (!ret) {
+	if (!ret)
+		p = entry_for(pl, r, &ret);
+	if (p) {
 		push(p, d, r);
+		run_on(r, p->fd);
 		fsaio__state_set(r, FSAIO__WAITING);
-		ret = arm(pl, p, r->fd);
+		ret = arm(pl, p, p->fd);
 		if (ret) {
 			unlink_req(p, d, r);
+			run_on(r, r->fd);
 			fsaio__state_set(r, FSAIO__INLINE);
+			if (idle(p))
+				dropped = drop(pl, p);
 		} else {
 			atomic_store_explicit(&pl->active, true, memory_order_relaxed);
 		}
 	}
 	pthread_mutex_unlock(&pl->lock);
+	if (dropped >= 0)
+		close(dropped);
 	return ret;
 }
 
@@ -413,7 +517,7 @@ bool fsaio__poller_queued(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 	if (!atomic_load_explicit(&pl->active, memory_order_relaxed))
 		return false;
 	pthread_mutex_lock(&pl->lock);
-	p = lookup(pl, r->fd);
+	p = lookup_alias(pl, r->fd);
 	queued = p && p->head[dir_of(r)];
 	pthread_mutex_unlock(&pl->lock);
 	return queued;
@@ -423,19 +527,23 @@ int fsaio__poller_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct fsaio__poller *pl = &ctx->poller;
 	struct fsaio__pfd *p;
-	int ret = -EBUSY;
+	int ret = -EBUSY, dropped = -1;
 
 	pthread_mutex_lock(&pl->lock);
-	if (fsaio__state_get(r) == FSAIO__WAITING && (p = lookup(pl, r->fd))) {
+	if (fsaio__state_get(r) == FSAIO__WAITING && (p = lookup(pl, fsaio__fd(r)))) {
 		unlink_req(p, dir_of(r), r);
 		fsaio__state_set(r, FSAIO__RUNNING);
+		if (idle(p))
+			dropped = drop(pl, p);
 		ret = 0;
 	}
-	/* The fd may stay armed for nothing now: one spurious wake-up. */
+	/* A fd still in use may stay armed for nothing now: one spurious
+	 * wake-up. */
 	pthread_mutex_unlock(&pl->lock);
-	if (!ret) {
+	if (!ret)
 		fsaio__complete(ctx, r, -ECANCELED, NULL);
-	}
+	if (dropped >= 0)
+		close(dropped);
 	return ret;
 }
 
@@ -479,13 +587,19 @@ void fsaio__poller_stop(struct fsaio_ctx *ctx)
 	}
 }
 
+/* Entries and their duplicates (the thread is gone, nothing waits). */
 static void free_table(struct fsaio__poller *pl)
 {
-	for (unsigned fd = 0; fd < pl->nfds; fd++)
-		free(pl->fds[fd]);
+	for (unsigned fd = 0; fd < pl->nfds; fd++) {
+		if (pl->fds[fd]) {
+			close(pl->fds[fd]->fd);
+			free(pl->fds[fd]);
+		}
+	}
 	free(pl->fds);
-	pl->fds = NULL;
-	pl->nfds = 0;
+	free(pl->alias);
+	pl->fds = pl->alias = NULL;
+	pl->nfds = pl->nalias = 0;
 }
 
 void fsaio__poller_fini(struct fsaio__poller *pl)

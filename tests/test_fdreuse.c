@@ -286,3 +286,70 @@ Test(fdreuse, reads_of_an_exited_submitter_stay_on_their_file)
 	}
 	t_ctx_destroy(ctx);
 }
+
+/* Reads waiting on an empty pipe stay bound to it when another pipe takes
+ * its number: they return the first pipe's bytes, and the second pipe's
+ * bytes stay where they are. */
+Test(fdreuse, parked_pipe_reads_stay_on_their_pipe)
+{
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+	int a[2], b[2];
+	char bufs[4][8], rest[16];
+	struct fsaio_req reqs[4], *rp[4];
+	struct fsaio_event evs[4];
+
+	cr_assert_eq(pipe2(a, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(b, O_CLOEXEC), 0);
+	for (int i = 0; i < 4; i++) {
+		fsaio_prep_pread(&reqs[i], a[0], bufs[i], sizeof(bufs[i]), -1);
+		reqs[i].flags = FSAIO_REQ_FULL;
+		rp[i] = &reqs[i];
+	}
+	t_submit(ctx, rp, 4);
+	cr_assert_eq(write(b[1], "BBBBBBBB", 8), 8);
+	cr_assert_eq(dup2(b[0], a[0]), a[0]);
+	cr_assert_eq(write(a[1], "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 32), 32);
+	t_reap_all(ctx, 4, evs, T_EVENT_TIMEOUT_MS);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(evs[i].res, 8, "res %lld", (long long)evs[i].res);
+		cr_assert_eq(memcmp(evs[i].req->buf, "AAAAAAAA", 8), 0);
+	}
+	cr_assert_eq(read(b[0], rest, sizeof(rest)), 8, "the other pipe's bytes were taken");
+	t_ctx_destroy(ctx);
+	close(a[1]);
+	close(b[0]);
+	close(b[1]);
+}
+
+/* Once a parked write completed, the engine holds nothing of the pipe: the
+ * caller's close of the write end gives the reader its end of file. */
+Test(fdreuse, completed_pipe_write_leaves_no_writer_behind)
+{
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+	int p[2];
+	static char fill[1 << 16], big[1 << 17], sink[1 << 16];
+	struct fsaio_req req;
+	struct fsaio_event ev;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	while (write(p[1], fill, sizeof(fill)) > 0)
+		;
+	fsaio_prep_pwrite(&req, p[1], big, sizeof(big), -1);
+	t_submit1(ctx, &req);
+	/* Drain until the write is done. */
+	for (;;) {
+		const struct timespec zero = { 0, 0 };
+
+		if (fsaio_getevents(ctx, 0, 1, &ev, &zero) == 1)
+			break;
+		(void)read(p[0], sink, sizeof(sink));
+	}
+	cr_assert_eq(ev.res, (int64_t)sizeof(big));
+	cr_assert_eq(close(p[1]), 0);
+	ssize_t n;
+	while ((n = read(p[0], sink, sizeof(sink))) > 0)
+		;
+	cr_assert_eq(n, 0, "no end of file: a writer is still open (errno %d)", errno);
+	t_ctx_destroy(ctx);
+	close(p[0]);
+}
