@@ -14,6 +14,14 @@
  * as io_getevents does, on a raw syscall): a cancel pending for the
  * caller's thread is acted on after the call returns, at the caller's own
  * next cancellation point.
+ *
+ * A request is bound to the open file its fd names at submit, as the
+ * kernel's AIO holds a file reference: what runs after fsaio_submit returns
+ * runs on the engine's own reference (a duplicate descriptor, a slot of its
+ * io_uring ring's fixed-file table, or the poller's duplicate), released at
+ * the event. Closing the fd or dup2() over it while requests are in flight
+ * sends none of them to another file. A child forked meanwhile holds copies
+ * of those duplicates (close-on-exec) until it execs or exits.
  */
 #ifndef FSAIO_H
 #define FSAIO_H
