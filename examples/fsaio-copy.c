@@ -131,8 +131,11 @@ static int advance(struct copy *c, struct slot *s, int64_t res, size_t block)
 			s->phase == READING ? c->src_name : c->dst_name, strerror((int)-res));
 		return (int)res;
 	}
-	if (res == 0 && s->phase == READING) {
-		fprintf(stderr, "fsaio-copy: %s: file shrank while being copied\n", c->src_name);
+	if (res == 0) {         /* no progress: stop rather than loop */
+		if (s->phase == READING)
+			fprintf(stderr, "fsaio-copy: %s: file shrank while being copied\n", c->src_name);
+		else
+			fprintf(stderr, "fsaio-copy: %s: write made no progress\n", c->dst_name);
 		return -EIO;
 	}
 	s->done += (size_t)res;

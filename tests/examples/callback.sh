@@ -11,20 +11,19 @@ random "$dir/r2" 65537
 random "$dir/r3" 5000000
 seq 1 100000 >"$dir/text"
 : >"$dir/empty"
-files="$dir/r1 $dir/r2 $dir/r3 $dir/text $dir/empty"
+set -- "$dir/r1" "$dir/r2" "$dir/r3" "$dir/text" "$dir/empty"
 
-for f in $files; do
+for f in "$@"; do
 	n=$(wc -c <"$f")
 	echo "$f: $n bytes in $(((n + 65535) / 65536)) reads"
 done >"$dir/want"
 total=0
-for f in $files; do total=$((total + $(wc -c <"$f"))); done
+for f in "$@"; do total=$((total + $(wc -c <"$f"))); done
 echo "total: $total bytes" >>"$dir/want"
 
 for round in cached cold; do
-	[ $round = cached ] || cold $files
-	# shellcheck disable=SC2086
-	run_ok "$dir/out" "$dir/err" "$ex" $files
+	[ $round = cached ] || cold "$@"
+	run_ok "$dir/out" "$dir/err" "$ex" "$@"
 	cmp -s "$dir/out" "$dir/want" || fail "$round: $(diff "$dir/want" "$dir/out")"
 done
 

@@ -31,7 +31,7 @@ run_ok "$dir/out" "$dir/err" "$ex" -b 64k "$dir/odd" "$dir/dst"
 cmp "$dir/odd" "$dir/dst" >/dev/null || fail "cold source over a longer file"
 random "$dir/dst" 100
 run_ok "$dir/out" "$dir/err" "$ex" "$dir/empty" "$dir/dst"
-[ -f "$dir/dst" ] && [ ! -s "$dir/dst" ] || fail "an empty source left DST non-empty"
+if [ ! -f "$dir/dst" ] || [ -s "$dir/dst" ]; then fail "an empty source left DST non-empty"; fi
 # DST gets SRC's permissions (under the umask).
 chmod 640 "$dir/page"
 rm -f "$dir/dst"

@@ -11,18 +11,18 @@ random "$dir/r2" 3000007
 seq 1 100000 >"$dir/text"
 printf 'no newline' >"$dir/short"
 : >"$dir/empty"
-files="$dir/r1 $dir/r2 $dir/text $dir/short $dir/empty"
+set -- "$dir/r1" "$dir/r2" "$dir/text" "$dir/short" "$dir/empty"
 
+# What wc counts for each of the files given.
 expected() {
-	for f in $files; do
+	for f in "$@"; do
 		echo "$f: $(wc -c <"$f") bytes, $(wc -l <"$f") lines"
 	done
 }
-expected >"$dir/want"
+expected "$@" >"$dir/want"
 for round in cached cold; do
-	[ $round = cached ] || cold $files
-	# shellcheck disable=SC2086
-	run_ok "$dir/out" "$dir/err" "$ex" $files
+	[ $round = cached ] || cold "$@"
+	run_ok "$dir/out" "$dir/err" "$ex" "$@"
 	cmp -s "$dir/out" "$dir/want" || fail "$round: $(diff "$dir/want" "$dir/out")"
 done
 
@@ -31,6 +31,5 @@ rc=0
 "$ex" "$dir/r1" "$dir/missing" "$dir/text" >"$dir/out" 2>"$dir/err" || rc=$?
 [ "$rc" = 1 ] || fail "a missing file: exit $rc"
 [ "$(cat "$dir/err")" = "fsaio-epoll: $dir/missing: No such file or directory" ] || fail "stderr: $(cat "$dir/err")"
-files="$dir/r1 $dir/text"
-expected | cmp -s - "$dir/out" || fail "the files beside a missing one: $(cat "$dir/out")"
+expected "$dir/r1" "$dir/text" | cmp -s - "$dir/out" || fail "the files beside a missing one: $(cat "$dir/out")"
 echo "fsaio-epoll: ok"

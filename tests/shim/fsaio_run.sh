@@ -52,13 +52,13 @@ o=$(env -u LD_PRELOAD "$run" -b auto env)
 echo "$o" | grep -qx "FSAIO_BACKEND=auto" || fail "-b auto did not set FSAIO_BACKEND"
 
 # -P adds the POSIX AIO drop-in after the libaio one, before the caller's.
-o=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 FSAIO_POSIX_SHIM=$posix_shim "$run" -P env)
+o=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 FSAIO_POSIX_SHIM="$posix_shim" "$run" -P env)
 echo "$o" | grep -qx "LD_PRELOAD=$FSAIO_SHIM:$posix_shim:/lib/x86_64-linux-gnu/libc.so.6" ||
 	fail "-P: $(echo "$o" | grep LD_PRELOAD)"
-o=$(env -u LD_PRELOAD FSAIO_POSIX_SHIM=$posix_shim "$run" --posix-aio -s env)
+o=$(env -u LD_PRELOAD FSAIO_POSIX_SHIM="$posix_shim" "$run" --posix-aio -s env)
 echo "$o" | grep -qx "LD_PRELOAD=$FSAIO_SHIM:$posix_shim" || fail "--posix-aio: $(echo "$o" | grep LD_PRELOAD)"
 echo "$o" | grep -qx "FSAIO_STATS=1" || fail "--posix-aio -s did not set FSAIO_STATS"
-o=$(env -u LD_PRELOAD FSAIO_POSIX_SHIM=$posix_shim "$run" -sP env)
+o=$(env -u LD_PRELOAD FSAIO_POSIX_SHIM="$posix_shim" "$run" -sP env)
 echo "$o" | grep -qx "LD_PRELOAD=$FSAIO_SHIM:$posix_shim" || fail "-sP: no POSIX drop-in"
 echo "$o" | grep -qx "FSAIO_STATS=1" || fail "-sP: no FSAIO_STATS"
 expect 125 "fsaio-run: cannot read the POSIX AIO drop-in /nonexistent.so" \
