@@ -140,7 +140,8 @@ enum {
  * returns nothing): it runs on the thread that completed the request (the
  * submitter, a worker, the io_uring or poller thread, or destroy), must not
  * block nor call into this
- * context, and the request is the caller's again from the moment it is called.
+ * context, and the request is the caller's again from the moment it is called
+ * (its queue_depth slot too: it may be submitted again from another thread).
  */
 struct fsaio_params {
 	uint32_t queue_depth;   /* requests accepted and not yet reaped; default 256 */
@@ -177,10 +178,14 @@ struct fsaio_stats {
 	uint64_t stream_hits;       /* reads of a detected sequential stream completed inline */
 	uint64_t uring_submissions; /* SQEs submitted to the context's io_uring ring */
 	uint64_t bytes_uring;       /* transferred through io_uring */
-	uint64_t reserved[15];
+	uint64_t reaper_sleeps;     /* times a getevents caller went to sleep */
+	uint64_t reaper_wakeups;    /* wake-ups sent to sleeping getevents callers */
+	uint64_t straight_to_ring;  /* read misses sent to io_uring without an inline
+				     * attempt or probe (their fd keeps missing) */
+	uint64_t reserved[12];
 };
 
-/* Create a context; p may be NULL for defaults. 0 or -EINVAL, -ENOMEM, -EMFILE, ... */
+/* Create a context; p may be NULL for defaults. 0 or -EINVAL, -EFAULT, -ENOMEM. */
 FSAIO_API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp);
 
 /* Destroy: queued retries complete with -ECANCELED, running ones are waited

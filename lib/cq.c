@@ -7,9 +7,9 @@
  * getevents gives it back, so events pending <= requests in flight <= depth.
  *
  * Waiting uses a futex on cq.seq rather than a condition variable, so that
- * a signal interrupts getevents with -EINTR as it does io_getevents. Posters
- * wake only when somebody sleeps; one post of a whole submit batch means one
- * wake-up (wakeups coalesce).
+ * a signal interrupts getevents with -EINTR as it does io_getevents. A post
+ * wakes the sleepers only when one went to sleep since the last wake-up:
+ * once per sleep, however many completions arrive meanwhile.
  *
  * The eventfd is created on first request (most callers never poll it) and
  * is kept readable exactly while events are pending: written on the
@@ -79,9 +79,11 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 	if (!n)
 		return;
 	if (ctx->complete_cb) {
-		for (unsigned i = 0; i < n; i++)
+		/* The slot first: the callback may submit the request again. */
+		for (unsigned i = 0; i < n; i++) {
+			atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_release);
 			ctx->complete_cb(ctx->complete_arg, &ev[i]);
-		atomic_fetch_sub_explicit(&ctx->in_flight, n, memory_order_release);
+		}
 		return;
 	}
 	pthread_mutex_lock(&cq->lock);
@@ -93,10 +95,15 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 		cq->efd_set = true;
 	}
 	atomic_fetch_add_explicit(&cq->seq, 1, memory_order_release);
-	wake = cq->waiters > 0;
+	/* Once per sleep: whoever this wakes takes what later posts add
+	 * before it sleeps again. */
+	wake = cq->sleepers > 0;
+	cq->sleepers = 0;
 	pthread_mutex_unlock(&cq->lock);
-	if (wake)
+	if (wake) {
+		FSAIO__INC(ctx, reaper_wakeups, 1);
 		futex_wake_all(&cq->seq);
+	}
 }
 
 static unsigned take(struct fsaio_ctx *ctx, unsigned nr, struct fsaio_event *out)
@@ -176,11 +183,11 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 			relp = &rel;
 		}
 		seen = atomic_load_explicit(&cq->seq, memory_order_relaxed);
-		cq->waiters++;
+		cq->sleepers++;
+		FSAIO__INC(ctx, reaper_sleeps, 1);
 		pthread_mutex_unlock(&cq->lock);
 		r = syscall(SYS_futex, &cq->seq, FUTEX_WAIT_PRIVATE, seen, relp, NULL, 0);
 		pthread_mutex_lock(&cq->lock);
-		cq->waiters--;
 		/* A signal ends the wait, as it ends io_getevents: what was
 		 * collected is returned, and -EINTR only when that is nothing. */
 		if (r < 0 && errno == EINTR) {

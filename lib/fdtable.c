@@ -135,6 +135,18 @@ void fsaio__fd_set(struct fsaio_ctx *ctx, int fd, uint32_t flags)
 		atomic_fetch_or_explicit(w, flags, memory_order_relaxed);
 }
 
+void fsaio__fd_missed(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo fi)
+{
+	_Atomic uint64_t *w = slot(&ctx->fdt, fd, false);
+
+	if (!w)
+		return;
+	if (!(fi.flags & FSAIO__FD_PROBE_NEXT))
+		atomic_fetch_or_explicit(w, FSAIO__FD_PROBE_NEXT, memory_order_relaxed);
+	else if (fsaio__fd_misses(fi) < 7)
+		atomic_fetch_add_explicit(w, FSAIO__FD_MISS_ONE, memory_order_relaxed);
+}
+
 void fsaio__fd_clear(struct fsaio_ctx *ctx, int fd, uint32_t flags)
 {
 	_Atomic uint64_t *w = slot(&ctx->fdt, fd, false);

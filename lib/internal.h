@@ -73,6 +73,9 @@ enum {
 	FSAIO__FD_ADV_RANDOM = 1u << 8, /* fsaio_fadvise(POSIX_FADV_RANDOM): no stream readahead */
 	FSAIO__FD_ADV_SEQ = 1u << 9,    /* fsaio_fadvise(POSIX_FADV_SEQUENTIAL): a stream from the start */
 	FSAIO__FD_FIFO = 1u << 10,      /* a pipe or FIFO: splice reaches it without blocking */
+	/* Reads missed in a row since the last hit, saturating (a hint). */
+	FSAIO__FD_MISS_ONE = 1u << 12,
+	FSAIO__FD_MISS_MASK = 7u << 12,
 };
 
 struct fsaio__fdinfo {
@@ -137,7 +140,8 @@ struct fsaio__cq {
 	unsigned size;          /* immutable: queue_depth */
 	unsigned head, count;   /* lock */
 	_Atomic uint32_t seq;   /* futex word: bumped under lock on every post */
-	unsigned waiters;       /* lock: threads sleeping on seq */
+	unsigned sleepers;      /* lock: threads gone to sleep on seq since the
+				 * last wake-up; a post wakes only when > 0 */
 	int efd;                /* lock: -1 until fsaio_event_fd() asks for it */
 	bool efd_set;           /* lock: efd holds a non-zero count */
 };
@@ -147,6 +151,8 @@ struct fsaio__counters {
 	_Atomic uint64_t bytes_inline, bytes_worker, probe_calls, probe_cold, cancelled;
 	/* readahead.c, uring.c */
 	_Atomic uint64_t ra_calls, ra_bytes, stream_hits, uring_sqes, bytes_uring;
+	/* cq.c, method_file.c */
+	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
 };
 
 struct fsaio_ctx {
@@ -156,6 +162,7 @@ struct fsaio_ctx {
 	void (*complete_cb)(void *, const struct fsaio_event *); /* immutable */
 	void *complete_arg;     /* immutable */
 	_Atomic unsigned in_flight; /* accepted and not yet reaped (or called back) */
+	_Atomic unsigned straight_seq; /* method_file.c: sampling of fds sent straight to io_uring */
 	struct fsaio__counters st;  /* relaxed atomics */
 	struct fsaio__fdtable fdt;
 	struct fsaio__pool pool;
@@ -266,6 +273,13 @@ int fsaio__fd_get(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out);
 int fsaio__fd_refresh(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out);
 void fsaio__fd_set(struct fsaio_ctx *ctx, int fd, uint32_t flags);
 void fsaio__fd_clear(struct fsaio_ctx *ctx, int fd, uint32_t flags);
+/* A read on fd missed the cache: probe its next one first, and count the
+ * streak (fi: the facts the read was started with). */
+void fsaio__fd_missed(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo fi);
+static inline unsigned fsaio__fd_misses(struct fsaio__fdinfo fi)
+{
+	return (fi.flags & FSAIO__FD_MISS_MASK) / FSAIO__FD_MISS_ONE;
+}
 
 /* probe.c: residency of [off, off+len) */
 enum fsaio__residency { FSAIO__RES_UNKNOWN, FSAIO__RES_COLD, FSAIO__RES_PARTIAL, FSAIO__RES_HOT };
@@ -284,6 +298,8 @@ bool fsaio__uring_usable(struct fsaio_ctx *ctx);
 void fsaio__uring_stop(struct fsaio_ctx *ctx);      /* destroy: drain, join */
 void fsaio__uring_forget(struct fsaio_ctx *ctx);    /* forked child: free only */
 uint32_t fsaio__backend_param(uint32_t param);      /* the param or FSAIO_BACKEND */
+/* Whether a miss of r would be carried by the ring (the backend's choice). */
+bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r);
 /* A buffered read or write that would block: RWF_NOWAIT answer, ring or pool. */
 void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
 

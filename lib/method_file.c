@@ -100,6 +100,26 @@ static bool write_edges_cached(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 	return true;
 }
 
+/*
+ * A read on an fd whose last reads all missed goes straight to io_uring,
+ * which tries the page cache itself inside io_uring_enter: no probe, no
+ * failed NOWAIT attempt. One read in SAMPLE_EVERY still takes the inline
+ * path, so an fd that turned hot is served inline again; one hit ends the
+ * streak. A workload with hits among its misses never builds one.
+ */
+#define STRAIGHT_AFTER 4
+#define SAMPLE_EVERY 16
+
+static bool straight_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r,
+			     struct fsaio__fdinfo fi)
+{
+	if (fsaio__fd_misses(fi) < STRAIGHT_AFTER - 1 || (r->rw_flags & RWF_NOWAIT) ||
+	    !fsaio__miss_to_ring(ctx, r))
+		return false;
+	return atomic_fetch_add_explicit(&ctx->straight_seq, 1, memory_order_relaxed) %
+	       SAMPLE_EVERY != 0;
+}
+
 /* The fs refused NOWAIT: copy inline only what the probe says is cached. */
 static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			   struct fsaio__fdinfo fi, struct fsaio__batch *b)
@@ -176,12 +196,17 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	 * -EOPNOTSUPP where the fs refuses it), whatever the fd's history. */
 	if ((fi.flags & refused) && !(r->rw_flags & RWF_NOWAIT))
 		return start_resident(ctx, r, fi, b);
+	if (!write && straight_to_ring(ctx, r, fi)) {
+		FSAIO__INC(ctx, straight_to_ring, 1);
+		fsaio__miss(ctx, r, b);
+		return 0;
+	}
 	/* Reads only: a write needs few of its pages cached (write_edges_cached). */
 	if (!write && !(ctx->flags & FSAIO_CTX_NO_PROBE) &&
 	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
 	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);
-		fsaio__fd_set(ctx, r->fd, FSAIO__FD_PROBE_NEXT);
+		fsaio__fd_missed(ctx, r->fd, fi);
 		fsaio__miss(ctx, r, b);
 		return 0;
 	}
@@ -194,7 +219,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			if (r->done_ < total)
 				continue;
 			if (fi.flags & FSAIO__FD_PROBE_NEXT)
-				fsaio__fd_clear(ctx, r->fd, FSAIO__FD_PROBE_NEXT);
+				fsaio__fd_clear(ctx, r->fd, FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK);
 			fsaio__stream_hit(ctx, r);
 			FSAIO__INC(ctx, completed_inline, 1);
 			fsaio__complete(ctx, r, (int64_t)total, b);
@@ -207,7 +232,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			return 0;
 		}
 		if (n == 0 || n == -EAGAIN) {
-			fsaio__fd_set(ctx, r->fd, FSAIO__FD_PROBE_NEXT);
+			fsaio__fd_missed(ctx, r->fd, fi);
 			/* The NOWAIT miss started readahead of the range itself. */
 			r->priv_[2] |= FSAIO__P2_KERNEL_RA;
 			fsaio__miss(ctx, r, b);

@@ -39,6 +39,9 @@ FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
 	st->stream_hits = LOAD(stream_hits);
 	st->uring_submissions = LOAD(uring_sqes);
 	st->bytes_uring = LOAD(bytes_uring);
+	st->reaper_sleeps = LOAD(reaper_sleeps);
+	st->reaper_wakeups = LOAD(reaper_wakeups);
+	st->straight_to_ring = LOAD(straight_to_ring);
 	st->pool_queue_len = fsaio__pool_snapshot(ctx, &threads);
 	st->pool_threads = threads;
 	return 0;

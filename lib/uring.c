@@ -790,28 +790,27 @@ static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 	       fsaio__uring_usable(ctx);
 }
 
+bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
+{
+	switch (ctx->backend) {
+	case FSAIO_BACKEND_URING:
+		return fsaio__uring_usable(ctx);
+	case FSAIO_BACKEND_THREADS:
+		return false;
+	default:
+		return auto_uring(ctx, r);
+	}
+}
+
 void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
 {
-	bool ring;
-
 	if (r->priv_[2] & FSAIO__P2_SEQ)
 		fsaio__stream_miss(ctx, r);
 	if (r->rw_flags & RWF_NOWAIT) {
 		fsaio__handoff(ctx, r, b);
 		return;
 	}
-	switch (ctx->backend) {
-	case FSAIO_BACKEND_URING:
-		ring = true;
-		break;
-	case FSAIO_BACKEND_THREADS:
-		ring = false;
-		break;
-	default:
-		ring = auto_uring(ctx, r);
-		break;
-	}
-	if (ring) {
+	if (fsaio__miss_to_ring(ctx, r)) {
 		/* r may be complete and reused once queued: read done_ first. */
 		bool partial = r->done_ != 0;
 

@@ -9,5 +9,5 @@ FSAIO__API const char *fsaio_version(void)
 
 FSAIO__API int fsaio_version_check(int major, int minor)
 {
-	return major == FSAIO_VERSION_MAJOR && minor <= FSAIO_VERSION_MINOR;
+	return major == FSAIO_VERSION_MAJOR && minor >= 0 && minor <= FSAIO_VERSION_MINOR;
 }

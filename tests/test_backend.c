@@ -280,3 +280,43 @@ Test(backend, cancel_of_misses_in_flight)
 		free(buf);
 	}
 }
+
+/* An fd whose reads keep missing goes straight to io_uring (no probe, no
+ * failed attempt); once it is hot, its reads are served inline again. */
+Test(backend, missing_fd_goes_straight_to_ring_and_back_inline_when_hot)
+{
+	enum { N = 64, LEN = 4096 };
+	int fd = t_tmpfile(4 * 1024 * 1024, 175);
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+	static uint8_t bufs[N][LEN];
+	struct fsaio_req reqs[N];
+	struct fsaio_event ev;
+
+	t_make_cold(fd);
+	for (int i = 0; i < N; i++) {
+		/* Far apart: no read is served by an earlier one's readahead. */
+		fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * 64 * 1024);
+		t_submit1(ctx, &reqs[i]);
+		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.res, LEN);
+		t_check_pattern(bufs[i], LEN, (uint64_t)i * 64 * 1024, 175);
+	}
+	if (t_ring_ok())
+		cr_assert_gt(t_stats(ctx).straight_to_ring, 0, "a cold fd never went straight to the ring");
+	/* Now hot: within one sampling period the fd is served inline again. */
+	t_make_hot(fd, 0, 4 * 1024 * 1024);
+	unsigned inline_tail = 0;
+	for (int i = 0; i < N; i++) {
+		uint64_t before = t_stats(ctx).completed_inline;
+
+		fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * 64 * 1024);
+		t_submit1(ctx, &reqs[i]);
+		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.res, LEN);
+		if (i >= N / 2 && t_stats(ctx).completed_inline == before + 1)
+			inline_tail++;
+	}
+	cr_assert_eq(inline_tail, N / 2, "only %u of the last %u hot reads were inline",
+		     inline_tail, N / 2);
+	t_ctx_destroy(ctx);
+}

@@ -301,3 +301,59 @@ Test(getevents, huge_timeouts_saturate)
 	}
 	t_ctx_destroy(ctx);
 }
+
+/* The reaper is woken once per sleep, however many completions arrive
+ * while it wakes: 16 requests queued behind a held worker complete in a
+ * burst while one thread waits for all of them. */
+struct burst_wait {
+	fsaio_ctx_t *ctx;
+	struct fsaio_event evs[17];
+	_Atomic int got;
+};
+
+static void *wait_burst(void *arg)
+{
+	struct burst_wait *w = arg;
+	int got = 0;
+
+	while (got < 17) {
+		int n = fsaio_getevents(w->ctx, (unsigned)(17 - got), (unsigned)(17 - got),
+					w->evs + got, NULL);
+		if (n < 0 && n != -EINTR)
+			break;
+		if (n > 0)
+			got += n;
+	}
+	atomic_store(&w->got, got);
+	return NULL;
+}
+
+Test(getevents, reaper_woken_once_per_sleep)
+{
+	struct t_sat sat;
+	t_saturate(&sat, &(struct fsaio_params){ .workers = 1, .flags = FSAIO_CTX_NO_INLINE });
+	int fd = t_tmpfile(64 * 1024, 174);
+	static uint8_t bufs[16][512];
+	struct fsaio_req reqs[16], *rp[16];
+	struct burst_wait w = { .ctx = sat.ctx, .got = 0 };
+	pthread_t th;
+
+	for (int i = 0; i < 16; i++) {
+		fsaio_prep_pread(&reqs[i], fd, bufs[i], 512, (int64_t)i * 512);
+		rp[i] = &reqs[i];
+	}
+	t_submit(sat.ctx, rp, 16);
+	cr_assert_eq(t_stats(sat.ctx).pool_queue_len, 16);
+	cr_assert_eq(pthread_create(&th, NULL, wait_burst, &w), 0);
+	for (int i = 0; i < 2000 && !t_stats(sat.ctx).reaper_sleeps; i++)
+		t_sleep_ms(5);
+	t_sat_unblock(&sat);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(atomic_load(&w.got), 17);
+	t_sat_check(&sat, w.evs, 17);
+	struct fsaio_stats st = t_stats(sat.ctx);
+	cr_assert_geq(st.reaper_sleeps, 1);
+	cr_assert_leq(st.reaper_wakeups, st.reaper_sleeps, "%llu wake-ups for %llu sleeps",
+		      (unsigned long long)st.reaper_wakeups, (unsigned long long)st.reaper_sleeps);
+	t_ctx_destroy(sat.ctx);
+}
