@@ -1,16 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# check-pages.sh MANDIR LIBFSAIO.SO FSAIO.H built|not-built
+# check-pages.sh MANDIR LIBFSAIO.SO FSAIO.H SRCDIR built|not-built
 #
 # Every function libfsaio.so exports and every fsaio_prep_* helper of
 # fsaio.h has a page in MANDIR, its own or a link to the page that
 # documents it, whose NAME section names it (whatis and apropos read that);
+# every SRCDIR/NAME.SECTION.scd was built (listed in man/meson.build);
 # and every page renders without a warning under mandoc -T lint -W warning
 # and under man -l where man is installed. Exit 0 when all hold, 1 when one
 # does not, 77 (skipped) when the pages were not built, or when mandoc is
 # missing and the checks that need no mandoc passed.
 set -u
-mandir=$1 lib=$2 header=$3 built=$4
+mandir=$1 lib=$2 header=$3 srcdir=$4 built=$5
 
 if [ "$built" != built ]; then
 	echo "SKIP: man pages not built: scdoc not found (install scdoc, or -Dman=enabled to require it)"
@@ -41,6 +42,11 @@ for s in $syms $preps; do
 	fi
 done
 echo "$n functions and prep helpers looked up"
+
+for src in "$srcdir"/*.scd; do
+	page=$(basename "$src" .scd)
+	[ -f "$mandir/$page" ] || bad "$page was not built from $src: is it in man/meson.build?"
+done
 
 pages=$(find "$mandir" -maxdepth 1 \( -type f -o -type l \) -name '*.[1-8]' | sort)
 [ -n "$pages" ] || bad "no pages in $mandir"
