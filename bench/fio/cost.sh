@@ -1,0 +1,107 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# What a request costs, counted over the whole fio process with perf stat:
+# CPU microseconds, system calls and context switches per I/O, beside IOPS,
+# for 4 KiB random reads at depth 32 (cold and hot) and a cold block size
+# of choice, through the libaio drop-in and through the paths it competes
+# with. System calls and switches per I/O do not depend on the machine's
+# load; CPU time per I/O does a little; IOPS do a lot (compare in one run).
+#
+#   cost.sh [-f FILE] [-s SHIM.so] [-b COLD_BS] [-d COLD_DEPTH] [-r HOT_SECONDS]
+# FILE defaults to ./fsaio-fio-1g.dat (on disk, not tmpfs). Needs perf.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+file=./fsaio-fio-1g.dat
+shim=$here/../../build/lib/libfsaio-libaio.so
+bs2=64k
+depth2=16
+hot_runtime=5
+while getopts f:s:b:d:r:h opt; do
+	case $opt in
+	f) file=$OPTARG ;;
+	s) shim=$OPTARG ;;
+	b) bs2=$OPTARG ;;
+	d) depth2=$OPTARG ;;
+	r) hot_runtime=$OPTARG ;;
+	*) sed -n '2,11p' "$0"; exit 2 ;;
+	esac
+done
+[ -r "$shim" ] || { echo "cost.sh: no drop-in at $shim (use -s)" >&2; exit 2; }
+command -v perf >/dev/null || { echo "cost.sh: perf not installed" >&2; exit 2; }
+out=$(dirname "$file")/fio-cost.$$
+mkdir -p "$out"
+if [ ! -s "$file" ] || [ "$(stat -c %s "$file")" -ne $((1 << 30)) ]; then
+	fio --name=layout --filename="$file" --size=1g --rw=write --bs=1m \
+		--ioengine=psync --refill_buffers=1 --end_fsync=1 --output=/dev/null
+fi
+
+make_cold() {
+	sync "$file"
+	dd if=/dev/null of="$file" oflag=nocache conv=notrunc,fdatasync count=0 status=none
+}
+
+make_hot() {
+	cat "$file" >/dev/null
+}
+
+# one NAME PHASE ENGINE DIRECT DEPTH BS [wrapper...]
+one() {
+	local name=$1 phase=$2 engine=$3 direct=$4 depth=$5 bs=$6
+	shift 6
+	if [ "$phase" = hot ]; then make_hot; else make_cold; fi
+	FIO_FILE=$file FIO_ENGINE=$engine FIO_DIRECT=$direct FIO_DEPTH=$depth \
+	FIO_RUNTIME=$hot_runtime perf stat -x, -o "$out/$name-$phase.perf" \
+		-e task-clock,context-switches,raw_syscalls:sys_enter \
+		"$@" fio --output-format=json --output="$out/$name-$phase.json" --bs="$bs" \
+		"$here/randread-${phase%%-*}.fio" >/dev/null
+}
+
+drop=(env LD_PRELOAD="$shim")
+one dropin cold libaio 0 32 4k "${drop[@]}"
+one uring-buf cold io_uring 0 32 4k
+one kaio-dio cold libaio 1 32 4k
+one dropin cold-$bs2 libaio 0 "$depth2" "$bs2" "${drop[@]}"
+one uring-buf cold-$bs2 io_uring 0 "$depth2" "$bs2"
+one kaio-dio cold-$bs2 libaio 1 "$depth2" "$bs2"
+one dropin hot libaio 0 32 4k "${drop[@]}"
+one uring-buf hot io_uring 0 32 4k
+one psync hot psync 0 1 4k
+
+python3 - "$out" "$bs2" <<'PY'
+import json, os, sys
+out, bs2 = sys.argv[1], sys.argv[2]
+
+def load(name, phase):
+    text = open(os.path.join(out, "%s-%s.json" % (name, phase))).read()
+    rd = json.loads(text[text.index("{"):])["jobs"][0]["read"]
+    perf = {}
+    for line in open(os.path.join(out, "%s-%s.perf" % (name, phase))):
+        f = line.strip().split(",")
+        if len(f) > 2 and f[0].replace(".", "", 1).isdigit():
+            perf[f[2]] = float(f[0])
+    ios = rd["total_ios"]
+    return {"iops": rd["iops"], "cpu": perf["task-clock"] * 1000 / ios,
+            "sys": perf["raw_syscalls:sys_enter"] / ios, "cs": perf["context-switches"] / ios}
+
+rows = [("dropin", "cold"), ("uring-buf", "cold"), ("kaio-dio", "cold"),
+        ("dropin", "cold-" + bs2), ("uring-buf", "cold-" + bs2), ("kaio-dio", "cold-" + bs2),
+        ("dropin", "hot"), ("uring-buf", "hot"), ("psync", "hot")]
+res = {}
+print("%-10s %-10s %10s %10s %10s %10s" % ("method", "case", "IOPS", "CPU us/IO", "sys/IO", "cs/IO"))
+for n, p in rows:
+    r = res[(n, p)] = load(n, p)
+    print("%-10s %-10s %10.0f %10.2f %10.2f %10.3f" % (n, p, r["iops"], r["cpu"], r["sys"], r["cs"]))
+d, u = res[("dropin", "cold")], res[("uring-buf", "cold")]
+print("\ncold 4k: drop-in / io_uring buffered: CPU %.2fx (goal <= 1.10), syscalls %+.2f/IO (<= +0.3), "
+      "switches %+.3f/IO (<= +0.03), IOPS %.2fx (>= 1.0); / O_DIRECT IOPS %.2fx (>= 0.9)" % (
+      d["cpu"] / u["cpu"], d["sys"] - u["sys"], d["cs"] - u["cs"], d["iops"] / u["iops"],
+      d["iops"] / res[("kaio-dio", "cold")]["iops"]))
+d, u = res[("dropin", "cold-" + bs2)], res[("uring-buf", "cold-" + bs2)]
+print("cold %s: drop-in / io_uring buffered: CPU %.2fx (goal <= 1.15), IOPS %.2fx" % (
+      bs2, d["cpu"] / u["cpu"], d["iops"] / u["iops"]))
+d, p, u = res[("dropin", "hot")], res[("psync", "hot")], res[("uring-buf", "hot")]
+print("hot 4k: drop-in / psync: CPU %.2fx (goal <= 1.25), IOPS %.2fx (>= 0.9); / io_uring IOPS %.2fx (>= 1.0)" % (
+      d["cpu"] / p["cpu"], d["iops"] / p["iops"], d["iops"] / u["iops"]))
+print("\nfio JSON and perf output: %s" % out)
+PY
