@@ -601,9 +601,11 @@ Test(bench_output, presets_run_under_their_names, .timeout = 200)
 		{ { "--preset", "seed-sweep" }, "seed-sweep", 10, 10 },
 		{ { "--full" }, "seed-sweep", 10, 10 },
 	};
-	char dir[4096], json[4200], log[4200];
+	char dir[4096], json[4200], csv[4200], log[4200];
+	load_methods();
 	own_dir("presets", dir, sizeof(dir));
 	snprintf(json, sizeof(json), "%s/preset.json", dir);
+	snprintf(csv, sizeof(csv), "%s/preset.csv", dir);
 	snprintf(log, sizeof(log), "%s/preset.log", dir);
 	for (unsigned i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
 		const char *args[24];
@@ -613,7 +615,7 @@ Test(bench_output, presets_run_under_their_names, .timeout = 200)
 		/* The seed sweep's ten cases with one method only: the point is the
 		 * cases and names, not the figures. */
 		const char *more[] = { "--size", "4m", "--runtime", "0.05", "--ramp", "0", "--reps", "1",
-				       "--dir", dir, "--json", json, NULL };
+				       "--dir", dir, "--json", json, "--csv", csv, NULL };
 		for (unsigned k = 0; more[k]; k++)
 			args[n++] = more[k];
 		if (presets[i].cases == 10) {
@@ -640,6 +642,19 @@ Test(bench_output, presets_run_under_their_names, .timeout = 200)
 		free(text);
 		text = slurp(log);
 		cr_assert(strstr(text, presets[i].name), "%s: the output does not name the preset", presets[i].name);
+		free(text);
+		/* Rows of methods not selected or not available have every column too. */
+		text = slurp(csv);
+		char *save = NULL, *line = strtok_r(text, "\n", &save), *fl[64];
+		cr_assert(line, "%s is empty", csv);
+		unsigned nh = csv_fields(line, fl, 64), rows = 0;
+		while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+			cr_assert_eq(csv_fields(line, fl, 64), nh, "%s: CSV row %u has a different field count",
+				     presets[i].name, rows + 1);
+			cr_assert_str_eq(fl[0], presets[i].name);
+			rows++;
+		}
+		cr_assert_eq(rows, presets[i].cases * NMETHODS, "%s: %u CSV rows", presets[i].name, rows);
 		free(text);
 		cr_assert(!exists(dir, "fsaio-bench.0.dat"), "%s left its scratch file", presets[i].name);
 	}
