@@ -15,6 +15,7 @@
 #include "bench.h"
 
 #include <stdio.h>
+#include <time.h>
 
 /* ---- files.c ---- */
 
@@ -35,10 +36,22 @@ struct bench_fsinfo {
 };
 
 /* Refuses tmpfs/ramfs, checks the space, creates, extends or reuses the
- * files, verifies a sample of the existing ones. 0, or -1 with a message
- * printed; *usage_error set when it is the arguments' fault. */
-int bench_files_prepare(const char *dir, unsigned nfiles, uint64_t size, char ***paths,
+ * files, verifies a sample of the existing ones. A file it creates is a
+ * scratch file (bench_scratch_add) unless keep; one that was there before
+ * is never removed. 0, or -1 with a message printed; *usage_error set when
+ * it is the arguments' fault. */
+int bench_files_prepare(const char *dir, unsigned nfiles, uint64_t size, bool keep, char ***paths,
 			struct bench_fsinfo *info, bool *usage_error);
+
+/* Scratch files: removed at exit, on SIGINT/SIGTERM/SIGHUP (then the
+ * signal's default action) and before the watchdog gives up. */
+void bench_scratch_init(void);
+/* Registers path (copied) before it is created; 0 or -ENOMEM/-ENOSPC. */
+int bench_scratch_add(const char *path);
+/* Forgets the last path registered (it turned out to exist already). */
+void bench_scratch_forget_last(void);
+/* Unlinks every registered path once; async-signal-safe. */
+void bench_scratch_remove(void);
 /* Reads back a sample of blocks of every file; 0 or -1 with msg. */
 int bench_files_verify_sample(char **paths, unsigned nfiles, uint64_t size, unsigned samples,
 			      uint64_t seed, char *msg, size_t msglen);
@@ -109,8 +122,10 @@ struct bench_result {
 	int status;             /* 0 ok, else -1 and err[] */
 	char err[256];
 	uint64_t ios, bytes;
-	double secs, cpu_secs;
+	uint64_t csw;           /* context switches of the process in the window */
+	double secs, cpu_secs;  /* the measured window; CPU of the whole process */
 	double iops, mibps, cpu_per_gib;
+	double cpu_us_per_io, csw_per_io;
 	double lat[4];          /* p50 p99 p999 max */
 	double hot[4], cold[4]; /* CACHE_MIX only */
 	uint64_t n_hot, n_cold;
@@ -137,8 +152,8 @@ struct bench_cell {
 };
 
 struct bench_report {
-	const char *mode;       /* quick, full, issue2, issue5, mix, custom */
-	char date[64];
+	const char *preset;     /* quick, cold-vs-direct, streams, mix, seed-sweep, custom */
+	char started[32], finished[32];   /* ISO 8601 UTC, e.g. 2026-12-03T13:45:00Z */
 	char kernel[128];
 	long cpus;
 	struct bench_fsinfo fs;
@@ -158,11 +173,14 @@ static inline struct bench_cell *bench_cell_at(const struct bench_report *rp, un
 void bench_case_label(const struct bench_case *c, char *buf, size_t n);
 void bench_size_str(uint64_t v, char *buf, size_t n);
 void bench_report_table(const struct bench_report *rp, FILE *f);
-/* The targets the issues set, evaluated on what was measured; returns
- * how many were checked. */
+/* The library's stated goals that this run's cases bear on, evaluated on
+ * what was measured; returns how many were checked. */
 unsigned bench_report_targets(const struct bench_report *rp, FILE *f);
 int bench_report_csv(const struct bench_report *rp, const char *path);
 int bench_report_json(const struct bench_report *rp, const char *path);
+
+/* An ISO 8601 UTC timestamp of t, e.g. 2026-12-03T13:45:00Z. */
+void bench_iso_time(time_t t, char *buf, size_t n);
 
 /* ---- plot.c ---- */
 int bench_plot(const struct bench_report *rp, const char *png);

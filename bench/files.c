@@ -2,12 +2,15 @@
 /*
  * fsaio-bench: the test files, their pattern, and their page-cache state.
  *
- * DESIGN: files are named fsaio-bench.<i>.dat in --dir, created once and
- * reused; a larger file is reused as is (only its first --size bytes are
- * used), a smaller one is extended, one that does not hold the pattern is
- * rewritten with a message. Cold is made with fsync + POSIX_FADV_DONTNEED
- * and checked with cachestat(2); hot by reading the range once. Everything
- * here runs on the driver's thread, outside the timed part of a run.
+ * DESIGN: files are named fsaio-bench.<i>.dat in --dir. One that is not
+ * there is created, and removed when the program ends unless --keep; one
+ * that is there is used and never removed: a larger file as is (only its
+ * first --size bytes are used), a smaller one extended, one that does not
+ * hold the pattern rewritten with a message. Cold is made with fsync +
+ * POSIX_FADV_DONTNEED and checked with cachestat(2); hot by reading the
+ * range once. Everything here runs on the driver's thread, outside the
+ * timed part of a run, except bench_scratch_remove (any thread, or a
+ * signal handler).
  */
 #include "driver.h"
 
@@ -15,7 +18,10 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <linux/magic.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +110,90 @@ uint64_t bench_pattern_check(const void *buf, uint32_t len, unsigned file, uint6
 		}
 	}
 	return 0;
+}
+
+/* ---- scratch files ---- */
+
+#define SCRATCH_MAX 72
+
+/* Written by the driver's thread only, read by bench_scratch_remove from any
+ * thread or handler: a path is stored before the count that publishes it,
+ * and the signals are blocked while the count changes. */
+static char *scratch[SCRATCH_MAX];
+static volatile sig_atomic_t nscratch;
+static atomic_flag scratch_done = ATOMIC_FLAG_INIT;
+
+void bench_scratch_remove(void)
+{
+	/* Once: at exit after a signal, or from two threads at once. */
+	if (atomic_flag_test_and_set(&scratch_done))
+		return;
+	for (sig_atomic_t i = 0; i < nscratch; i++)
+		unlink(scratch[i]);
+}
+
+static void on_signal(int sig)
+{
+	bench_scratch_remove();
+	/* SA_RESETHAND restored the default action: die of the same signal. */
+	raise(sig);
+}
+
+static void at_exit(void)
+{
+	bench_scratch_remove();
+}
+
+static const int scratch_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+void bench_scratch_init(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	for (unsigned i = 0; i < sizeof(scratch_signals) / sizeof(scratch_signals[0]); i++)
+		sigaddset(&sa.sa_mask, scratch_signals[i]);
+	for (unsigned i = 0; i < sizeof(scratch_signals) / sizeof(scratch_signals[0]); i++)
+		sigaction(scratch_signals[i], &sa, NULL);
+	atexit(at_exit);
+}
+
+static void block_scratch_signals(sigset_t *old)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (unsigned i = 0; i < sizeof(scratch_signals) / sizeof(scratch_signals[0]); i++)
+		sigaddset(&set, scratch_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+int bench_scratch_add(const char *path)
+{
+	sigset_t old;
+	if (nscratch == SCRATCH_MAX)
+		return -ENOSPC;
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	block_scratch_signals(&old);
+	scratch[nscratch] = copy;
+	nscratch = nscratch + 1;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return 0;
+}
+
+void bench_scratch_forget_last(void)
+{
+	sigset_t old;
+	if (!nscratch)
+		return;
+	block_scratch_signals(&old);
+	nscratch = nscratch - 1;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	free(scratch[nscratch]);
+	scratch[nscratch] = NULL;
 }
 
 /* ---- file system facts ---- */
@@ -225,7 +315,7 @@ static bool holds_pattern(int fd, unsigned file, uint64_t len)
 	return true;
 }
 
-int bench_files_prepare(const char *dir, unsigned nfiles, uint64_t size, char ***pathsp,
+int bench_files_prepare(const char *dir, unsigned nfiles, uint64_t size, bool keep, char ***pathsp,
 			struct bench_fsinfo *info, bool *usage_error)
 {
 	struct statfs sfs;
@@ -274,27 +364,39 @@ int bench_files_prepare(const char *dir, unsigned nfiles, uint64_t size, char **
 
 	for (unsigned i = 0; i < nfiles; i++) {
 		struct stat st;
-		int fd = open(paths[i], O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		bool created = false;
+		/* Registered before it exists, so a signal during the write still
+		 * removes it; O_EXCL tells a file made by someone else meanwhile. */
+		if (!keep && bench_scratch_add(paths[i]) != 0)
+			return -1;
+		int fd = open(paths[i], O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			created = true;
+		else if (errno == EEXIST)
+			fd = open(paths[i], O_RDWR | O_CLOEXEC);
+		if (!created && !keep)
+			bench_scratch_forget_last();
 		if (fd < 0 || fstat(fd, &st) != 0) {
 			fprintf(stderr, "fsaio-bench: %s: %s\n", paths[i], strerror(errno));
 			*usage_error = true;
 			return -1;
 		}
 		uint64_t have = (uint64_t)st.st_size;
-		uint64_t keep = have < size ? have : size;
-		keep &= ~(uint64_t)(CHUNK - 1);   /* a torn last chunk is rewritten */
-		if (keep && !holds_pattern(fd, i, keep)) {
+		uint64_t good = have < size ? have : size;
+		good &= ~(uint64_t)(CHUNK - 1);   /* a torn last chunk is rewritten */
+		if (good && !holds_pattern(fd, i, good)) {
 			fprintf(stderr, "fsaio-bench: %s does not hold fsaio-bench's pattern; rewriting it\n",
 				paths[i]);
-			keep = 0;
+			good = 0;
 		}
-		if (keep < size) {
+		if (good < size) {
 			char w[32];
-			bench_size_str(size - keep, w, sizeof(w));
-			fprintf(stderr, "fsaio-bench: writing %s of %s in %s (the run needs %s of disk per "
-				"file; it is kept for later runs, remove it when done)\n",
-				w, paths[i], dir, sz);
-			if (write_range(fd, i, keep, size, paths[i]) != 0) {
+			bench_size_str(size - good, w, sizeof(w));
+			fprintf(stderr, "fsaio-bench: writing %s of %s (%s\n", w, paths[i],
+				!created ? "it was there before, so it is kept)" :
+				keep ? "kept after the run: --keep)" :
+				"removed at exit; --keep keeps it for later runs)");
+			if (write_range(fd, i, good, size, paths[i]) != 0) {
 				close(fd);
 				return -1;
 			}

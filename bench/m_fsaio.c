@@ -5,7 +5,7 @@
  * the engine's default). The engine's counters are reported with the run.
  * The --fadvise advice goes to the engine as well as to the kernel.
  *
- * Two variants for issue 5's side-by-side figures, run only when named:
+ * Two variants, run only when named (the streams preset runs both):
  * "fsaio-direct" on O_DIRECT fds (the engine's io_uring path), and
  * "fsaio-nora" with FSAIO_CTX_NO_READAHEAD (no stream detector).
  */

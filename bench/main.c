@@ -6,10 +6,12 @@
  * one after the other within a repetition, and repetitions follow each other
  * (A B C, A B C, ...), so slow drift of the machine spreads over all methods
  * instead of landing on one. Each metric is the median over the repetitions.
- * Exit status: 0 all fine, 1 an I/O error, wrong data or a failed method,
- * 2 bad arguments.
+ * Exit status: 0 all fine, 1 an I/O error, wrong data, a failed method or
+ * an output not written, 2 bad usage (usage_full says the same).
  */
 #include "driver.h"
+
+#include <fsaio.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,23 +30,6 @@
 #ifndef FSAIO_BENCH_SHIM_INSTALLED
 #define FSAIO_BENCH_SHIM_INSTALLED "/usr/local/lib/libfsaio-libaio.so"
 #endif
-
-const struct bench_method *const bench_methods[] = {
-	&bench_m_fsaio, &bench_m_fsaio_shim,
-	&bench_m_kaio_direct, &bench_m_kaio_buffered,
-	&bench_m_uring_direct, &bench_m_uring_buffered,
-	&bench_m_posix_aio, &bench_m_pread, &bench_m_threads,
-	&bench_m_fsaio_direct, &bench_m_fsaio_nora,
-};
-const unsigned bench_nmethods = sizeof(bench_methods) / sizeof(bench_methods[0]);
-
-const struct bench_method *bench_method_find(const char *name)
-{
-	for (unsigned i = 0; i < bench_nmethods; i++)
-		if (strcmp(bench_methods[i]->name, name) == 0)
-			return bench_methods[i];
-	return NULL;
-}
 
 /* "all": every method but the variants, which run only when named. */
 static uint64_t all_methods(void)
@@ -67,65 +52,92 @@ static unsigned method_index(const char *name)
 /* ---- usage ---- */
 
 static const char usage_short[] =
-	"usage: fsaio-bench [--quick | --full | --preset issue2|issue5|mix] [--dir DIR] [--size N]\n"
-	"                   [--pattern rand|seq] [--rw read,write,mix] [--bs LIST] [--depth LIST]\n"
-	"                   [--cache cold|hot|mix:PCT] [--methods LIST] [--runtime SEC | --bytes N]\n"
-	"                   [--reps N] [--csv FILE] [--json FILE] [--plot FILE.png] ...\n"
-	"       fsaio-bench --help   for every option\n";
+	"usage: fsaio-bench [--quick | --preset cold-vs-direct|streams|mix|seed-sweep | --full]\n"
+	"                   [--dir DIR] [--size N] [--keep] [--pattern rand|seq] [--rw LIST]\n"
+	"                   [--bs LIST] [--depth LIST] [--cache cold|hot|mix:PCT] [--methods LIST]\n"
+	"                   [--runtime SEC | --bytes N] [--reps N] [--csv FILE] [--json FILE]\n"
+	"                   [--plot FILE.png] [OPTION...]\n"
+	"       fsaio-bench --list | -h | --help | --version\n";
 
 static void usage_full(void)
 {
 	printf("%s", usage_short);
-	printf("\nCompares asynchronous file I/O paths on the same file, in one run.\n\n"
-	       "Modes (the workload is fixed; --size/--runtime/--reps/--methods still apply):\n"
-	       "  (none)            with no workload option: the same as --full\n"
-	       "  --quick           256 MiB file: cold random 4k reads and hot random 4k reads,\n"
-	       "                    depth 32, every method, short runs (under a minute)\n"
-	       "  --full            the seed sweep: cold random reads, depth 16, 4k..1m, then writes\n"
-	       "  --preset issue2   1 GiB: cold random 4k reads at 32 in flight (fsaio, kaio-direct,\n"
-	       "                    kaio-buffered) and hot random 4k reads (fsaio, pread)\n"
-	       "  --preset issue5   1 GiB: cold sequential 128k reads at 8 in flight (fsaio, pread,\n"
-	       "                    uring-buffered); cold random 4k reads at 32 (fsaio, fsaio-nora,\n"
-	       "                    fsaio-direct, kaio-direct)\n"
-	       "  --preset mix      90%% of requests on a hot region, 10%% cold, depth 32, --batch 1:\n"
-	       "                    fsaio, posix-aio, threads; hot and cold latency apart\n"
+	printf("\nMeasures libfsaio against the other ways Linux offers asynchronous file I/O\n"
+	       "(kernel AIO, io_uring, POSIX AIO, threads, pread) on the same file in one run,\n"
+	       "and prints throughput, latency and CPU cost per method.\n\n"
+	       "Presets (each fixes the workload; --size, --runtime, --ramp, --reps, --methods\n"
+	       "still apply):\n"
+	       "  (none)                    with no workload option: the quick mode\n"
+	       "  --quick                   256 MiB file: cold and hot random 4k reads, depth 32,\n"
+	       "                            every method, short runs; under a minute\n"
+	       "  --preset cold-vs-direct   1 GiB: cold random 4k reads at depth 32, fsaio against\n"
+	       "                            kernel AIO with O_DIRECT and on the buffered file; hot\n"
+	       "                            random 4k reads at depth 32, fsaio against pread\n"
+	       "  --preset streams          1 GiB: cold sequential 128k reads at depth 8 (fsaio,\n"
+	       "                            pread, uring-buffered: the stream detector), and cold\n"
+	       "                            random 4k reads at depth 32 with and without it\n"
+	       "                            (fsaio-nora) and through the O_DIRECT path (fsaio-direct\n"
+	       "                            against kaio-direct)\n"
+	       "  --preset mix              1 GiB: 90%% of requests on a cached region, 10%% cold,\n"
+	       "                            random 4k reads, depth 32, one request per submit call:\n"
+	       "                            fsaio, posix-aio, threads; hot and cold latency apart\n"
+	       "  --preset seed-sweep       the full sweep of the 2004 comparison: 1 GiB, cold random\n"
+	       "                            reads at depth 16 for 4k 16k 64k 256k 1m, then writes\n"
+	       "  --full                    the same as --preset seed-sweep\n"
 	       "Workload (a custom run; lists are comma-separated and multiply):\n"
-	       "  --pattern rand|seq         default rand\n"
-	       "  --rw read|write|mix        mix = 70%% reads / 30%% writes; default read\n"
-	       "  --bs LIST                  default 4k,16k,64k,256k,1m (multiples of 512)\n"
-	       "  --depth LIST               requests in flight, 1..256; default 16\n"
-	       "  --cache cold|hot|mix:PCT   cold: fsync + POSIX_FADV_DONTNEED before each run,\n"
-	       "                             checked with cachestat; hot: read once first;\n"
-	       "                             mix:PCT: PCT%% of requests on a cached region; default cold\n"
-	       "  --hot-region PCT           share of each file that is the hot region (mix); default 25\n"
-	       "  --ref METHOD               second reference column (default: kaio-buffered when cold,\n"
-	       "                             pread when hot, threads for mix)\n"
+	       "  --pattern rand|seq        offsets in random or file order (default rand)\n"
+	       "  --rw read|write|mix       mix = 70%% reads / 30%% writes (default read)\n"
+	       "  --bs LIST                 I/O sizes, multiples of 512 (default 4k,16k,64k,256k,1m)\n"
+	       "  --depth LIST              requests in flight, 1..%u (default 16)\n"
+	       "  --cache cold|hot|mix:PCT  cold: fsync + POSIX_FADV_DONTNEED before each run,\n"
+	       "                            checked with cachestat; hot: the file read once first;\n"
+	       "                            mix:PCT: PCT%% of requests on a cached region (default cold)\n"
+	       "  --hot-region PCT          share of each file that is the cached region for\n"
+	       "                            --cache mix (default 25)\n"
+	       "  --ref METHOD              the method the /ref column divides by (default\n"
+	       "                            kaio-buffered when cold, pread when hot, threads for mix)\n"
 	       "Files:\n"
-	       "  --dir DIR                  where fsaio-bench.N.dat live (default .); not tmpfs\n"
-	       "  --size N                   bytes used per file, e.g. 256m, 1g (default 1g)\n"
-	       "  --files N                  number of files, requests spread over them (default 1)\n"
+	       "  --dir DIR                 where fsaio-bench.N.dat go (default .); not tmpfs\n"
+	       "  --size N                  bytes used per file, e.g. 256m, 1g (default 1g; 256m for\n"
+	       "                            the quick mode); at least 1m\n"
+	       "  --files N                 number of files, requests spread over them (1..64, default 1)\n"
+	       "  --keep                    keep the files fsaio-bench creates; without it they are\n"
+	       "                            removed at exit, also on SIGINT, SIGTERM and SIGHUP. A file\n"
+	       "                            that was there before the run is used and never removed\n"
 	       "  --fadvise auto|random|none|sequential\n"
-	       "                             advice on every buffered method's fds; auto = random for\n"
-	       "                             --pattern rand (no device readahead), none for seq\n"
+	       "                            advice on every buffered method's fds; auto = random for\n"
+	       "                            --pattern rand (no device readahead), none for seq\n"
 	       "Measurement:\n"
-	       "  --methods LIST             default: all (see --list)\n"
-	       "  --runtime SEC              measured seconds per run (cold runs also end after one\n"
-	       "                             pass over the file: no block is read twice)\n"
-	       "  --bytes N                  or: stop after N bytes per run\n"
-	       "  --ramp SEC                 unmeasured warm-up at the start of every run\n"
-	       "  --reps N                   repetitions; the median is reported (default 3)\n"
-	       "  --batch N                  at most N requests per submit call, polling for completions\n"
-	       "                             between calls (default: every free slot in one call)\n"
-	       "  --workers N                fsaio worker pool size (default: the engine's)\n"
-	       "  --shim PATH                libfsaio-libaio.so for fsaio-shim (default: found next to\n"
-	       "                             this program, $FSAIO_SHIM, or installed)\n"
-	       "  --seed N                   offset sequence seed\n"
-	       "  --stall-timeout SEC        give up if a method completes nothing that long (60)\n"
+	       "  --methods LIST            methods to run, or all (default: all; see --list); the\n"
+	       "                            variants fsaio-direct and fsaio-nora run only when named\n"
+	       "  --runtime SEC             measured seconds per run (a cold run also ends after one\n"
+	       "                            pass over the file: no block is read twice)\n"
+	       "  --bytes N                 or: stop each run after N bytes\n"
+	       "  --ramp SEC                unmeasured warm-up at the start of every run\n"
+	       "  --reps N                  repetitions, 1..99; the median is reported (default 3)\n"
+	       "  --batch N                 at most N requests per submit call, collecting completed\n"
+	       "                            ones between calls (default: every free slot in one call)\n"
+	       "  --workers N               fsaio worker pool size (default: the engine's)\n"
+	       "  --shim PATH               libfsaio-libaio.so for the fsaio-shim method (default:\n"
+	       "                            ../lib/ beside this program, $FSAIO_SHIM, or installed)\n"
+	       "  --seed N                  seed of the offset sequences\n"
+	       "  --stall-timeout SEC       give up (exit 1) when a method completes nothing that long\n"
+	       "                            (default 60)\n"
 	       "Output:\n"
-	       "  --csv FILE, --json FILE    every method, unavailable ones marked\n"
-	       "  --plot FILE.png            throughput against I/O size (needs gnuplot)\n"
-	       "  --list                     list the methods and whether they run here\n"
-	       "Exit status: 0 ok, 1 I/O error / wrong data / failed method, 2 bad arguments.\n");
+	       "  --csv FILE                one row per workload and method, unavailable ones marked\n"
+	       "  --json FILE               the same with the machine, settings and goals\n"
+	       "  --plot FILE.png           MiB/s per method (needs gnuplot): against I/O size, or a\n"
+	       "                            bar per method where a workload has one size\n"
+	       "  --list                    the methods and whether they run here, then exit\n"
+	       "  -h, --help                this text, then exit\n"
+	       "  --version                 the version, then exit\n"
+	       "Each method's row gives IOPS, MiB/s, completion and submit-call latency, and its\n"
+	       "cost: CPU microseconds (user + system, every thread of the process) and context\n"
+	       "switches per I/O.\n"
+	       "Exit status: 0 every run done; 1 a run failed (I/O error, wrong data, a method that\n"
+	       "failed or stalled, an output file not written); 2 bad usage (a bad option or value,\n"
+	       "a --dir that cannot be used). Errors are one line on stderr starting \"fsaio-bench: \".\n",
+	       BENCH_MAX_DEPTH);
 }
 
 static void bad(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -136,7 +148,7 @@ static void bad(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n%s", usage_short);
+	fputc('\n', stderr);
 	exit(2);
 }
 
@@ -297,6 +309,7 @@ static void median_result(const struct bench_result *rs, unsigned n, struct benc
 #define MED(field) do { for (unsigned i = 0; i < n; i++) v[i] = (double)rs[i].field; \
 			out->field = (__typeof__(out->field))median(v, n); } while (0)
 	MED(ios); MED(bytes); MED(secs); MED(cpu_secs); MED(iops); MED(mibps); MED(cpu_per_gib);
+	MED(csw); MED(cpu_us_per_io); MED(csw_per_io);
 	for (unsigned k = 0; k < 4; k++) {
 		MED(lat[k]); MED(hot[k]); MED(cold[k]);
 	}
@@ -320,6 +333,7 @@ enum {
 	O_QUICK = 256, O_FULL, O_PRESET, O_PATTERN, O_RW, O_BS, O_DEPTH, O_CACHE, O_RUNTIME,
 	O_BYTES, O_SIZE, O_DIR, O_FILES, O_METHODS, O_REPS, O_WORKERS, O_FADVISE, O_CSV, O_JSON,
 	O_PLOT, O_SHIM, O_LIST, O_HELP, O_RAMP, O_SEED, O_REF, O_HOTREGION, O_STALL, O_BATCH,
+	O_KEEP, O_VERSION,
 };
 
 static const struct option longopts[] = {
@@ -352,10 +366,29 @@ static const struct option longopts[] = {
 	{ "hot-region", required_argument, NULL, O_HOTREGION },
 	{ "stall-timeout", required_argument, NULL, O_STALL },
 	{ "batch", required_argument, NULL, O_BATCH },
+	{ "keep", no_argument, NULL, O_KEEP },
+	{ "version", no_argument, NULL, O_VERSION },
 	{ 0, 0, 0, 0 },
 };
 
 #define MAXLIST 32
+
+/* The presets, by what they measure, and how each is asked for. */
+static const char *const presets[][2] = {
+	{ "cold-vs-direct", "--preset cold-vs-direct" },
+	{ "streams", "--preset streams" },
+	{ "mix", "--preset mix" },
+	{ "seed-sweep", "--preset seed-sweep" },
+};
+
+/* The option that names preset `name`, or NULL if there is no such preset. */
+static const char *preset_option(const char *name)
+{
+	for (unsigned i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+		if (!strcmp(presets[i][0], name))
+			return presets[i][1];
+	return NULL;
+}
 
 int main(int argc, char **argv)
 {
@@ -363,9 +396,9 @@ int main(int argc, char **argv)
 		.dir = ".", .nfiles = 1, .workers = 0, .hot_region_pct = 25, .fadvise_opt = -2,
 		.seed = 0x5eed2004, .stall_timeout = 60,
 	};
-	const char *mode = NULL, *csv = NULL, *json = NULL, *plot = NULL, *shim_opt = NULL;
+	const char *mode = NULL, *mode_opt = NULL, *csv = NULL, *json = NULL, *plot = NULL, *shim_opt = NULL;
 	const char *ref_opt = NULL, *workload_opt = NULL;
-	bool list = false, have_batch = false, have_size = false, have_runtime = false, have_ramp = false, have_reps = false;
+	bool list = false, keep = false, have_batch = false, have_size = false, have_runtime = false, have_ramp = false, have_reps = false;
 	enum bench_pattern pattern = PAT_RAND;
 	enum bench_cache cache = CACHE_COLD;
 	unsigned hot_pct = 0, nrw = 1, nbs = 5, ndepth = 1;
@@ -378,16 +411,18 @@ int main(int argc, char **argv)
 	int opt;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	/* ':' first: a missing value is told apart from an unknown option. */
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case O_QUICK: case O_FULL: case O_PRESET: {
-			const char *m = opt == O_QUICK ? "quick" : opt == O_FULL ? "full" : optarg;
-			if (opt == O_PRESET && strcmp(m, "issue2") != 0 && strcmp(m, "issue5") != 0 &&
-			    strcmp(m, "mix") != 0)
-				bad("--preset %s: unknown (issue2, issue5 or mix)", m);
+			const char *m = opt == O_QUICK ? "quick" : opt == O_FULL ? "seed-sweep" : optarg;
+			const char *how = opt == O_QUICK ? "--quick" : opt == O_FULL ? "--full" : preset_option(m);
+			if (!how)
+				bad("--preset %s: unknown preset (cold-vs-direct, streams, mix or seed-sweep)", m);
 			if (mode && strcmp(mode, m) != 0)
-				bad("--%s and --%s do not combine: choose one mode", mode, m);
+				bad("%s and %s do not combine: choose one", mode_opt, how);
 			mode = m;
+			mode_opt = how;
 			break;
 		}
 		case O_PATTERN:
@@ -461,11 +496,15 @@ int main(int argc, char **argv)
 			have_ramp = true;
 			break;
 		case O_BYTES:
-			if (!parse_size(optarg, &s.bytes) || !s.bytes)
-				bad("--bytes %s: a size > 0 such as 512m", optarg);
+			if (!parse_size(optarg, &s.bytes))
+				bad("--bytes %s: not a size (e.g. 512m, 1g)", optarg);
+			if (!s.bytes)
+				bad("--bytes %s: more than 0", optarg);
 			break;
 		case O_SIZE: {
-			if (!parse_size(optarg, &s.size) || s.size < (1u << 20))
+			if (!parse_size(optarg, &s.size))
+				bad("--size %s: not a size (e.g. 256m, 1g)", optarg);
+			if (s.size < (1u << 20))
 				bad("--size %s: at least 1m", optarg);
 			have_size = true;
 			break;
@@ -541,20 +580,28 @@ int main(int argc, char **argv)
 		case O_PLOT: plot = optarg; break;
 		case O_SHIM: shim_opt = optarg; break;
 		case O_LIST: list = true; break;
-		case O_HELP: usage_full(); return 0;
+		case O_KEEP: keep = true; break;
+		case 'h':
+		case O_HELP:
+			usage_full();
+			return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+		case O_VERSION:
+			printf("fsaio-bench (libfsaio) %s\n", FSAIO_VERSION_STRING);
+			return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+		case ':':
+			bad("%s needs a value (see --help)", argv[optind - 1]);
 		default:
-			if (optopt)
-				bad("option %s needs a value or is unknown", argv[optind - 1]);
-			bad("unknown option %s", argv[optind - 1]);
+			if (optopt && optopt < 256)
+				bad("unknown option -%c (see --help)", optopt);
+			bad("unknown option %s (see --help)", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		bad("unexpected argument %s", argv[optind]);
+		bad("unexpected argument %s (see --help)", argv[optind]);
 	if (mode && workload_opt)
-		bad("%s does not combine with --%s%s (a mode fixes the workload)", workload_opt,
-		    strcmp(mode, "quick") && strcmp(mode, "full") ? "preset " : "", mode);
+		bad("%s does not combine with %s (a preset fixes the workload)", workload_opt, mode_opt);
 	if (!mode)
-		mode = workload_opt ? "custom" : "full";
+		mode = workload_opt ? "custom" : "quick";
 	if (s.bytes && have_runtime)
 		bad("--runtime and --bytes do not combine: choose one limit");
 
@@ -572,20 +619,20 @@ int main(int argc, char **argv)
 		ramp = 0.1;
 		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_COLD, 0, 4096, 32, all, "kaio-buffered" };
 		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_HOT, 0, 4096, 32, all, "pread" };
-	} else if (!strcmp(mode, "full")) {
+	} else if (!strcmp(mode, "seed-sweep")) {
 		runtime = 1.5;
 		ramp = 0.2;
 		for (unsigned w = 0; w < 2; w++)
 			for (unsigned i = 0; i < 5; i++)
 				cases[ncases++] = (struct bench_case){ PAT_RAND, w ? RW_WRITE : RW_READ, CACHE_COLD,
 					0, 4096u << (2 * i), 16, all, "kaio-buffered" };
-	} else if (!strcmp(mode, "issue2")) {
+	} else if (!strcmp(mode, "cold-vs-direct")) {
 		reps = 5;   /* few methods and cases: afford a steadier median */
 		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_COLD, 0, 4096, 32,
 			M("fsaio") | M("kaio-direct") | M("kaio-buffered"), "kaio-buffered" };
 		cases[ncases++] = (struct bench_case){ PAT_RAND, RW_READ, CACHE_HOT, 0, 4096, 32,
 			M("fsaio") | M("pread"), "pread" };
-	} else if (!strcmp(mode, "issue5")) {
+	} else if (!strcmp(mode, "streams")) {
 		reps = 5;
 		/* A cold sequential run ends after one pass over the file. */
 		cases[ncases++] = (struct bench_case){ PAT_SEQ, RW_READ, CACHE_COLD, 0, 128 * 1024, 8,
@@ -632,10 +679,9 @@ int main(int argc, char **argv)
 			bad("--bs %u is larger than --size", cases[i].bs);
 
 	/* ---- files and machine ---- */
-	struct bench_report rp = { .mode = mode, .s = &s, .ncases = ncases, .cases = cases };
+	struct bench_report rp = { .preset = mode, .s = &s, .ncases = ncases, .cases = cases };
 	struct utsname un;
-	time_t now = time(NULL);
-	strftime(rp.date, sizeof(rp.date), "%Y-%m-%d %H:%M %Z", localtime(&now));
+	bench_iso_time(time(NULL), rp.started, sizeof(rp.started));
 	if (uname(&un) == 0)
 		snprintf(rp.kernel, sizeof(rp.kernel), "%.20s %.64s %.20s", un.sysname, un.release, un.machine);
 	rp.cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -650,6 +696,7 @@ int main(int argc, char **argv)
 	 * one-block scratch file in --dir (O_DIRECT is a property of the file
 	 * system there), removed at once. */
 	char *probe_path = NULL;
+	bench_scratch_init();
 	if (list) {
 		void *blk;
 		if (asprintf(&probe_path, "%s/.fsaio-bench-probe.%ld", s.dir, (long)getpid()) < 0 ||
@@ -658,9 +705,15 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		bench_pattern_fill(blk, 4096, 0, 0);
+		if (bench_scratch_add(probe_path) != 0) {
+			fprintf(stderr, "fsaio-bench: out of memory\n");
+			return 1;
+		}
 		int fd = open(probe_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0 || pwrite(fd, blk, 4096, 0) != 4096) {
 			fprintf(stderr, "fsaio-bench: --dir %s: %s\n", s.dir, strerror(errno));
+			if (fd < 0)
+				bench_scratch_forget_last();   /* not ours: never remove it */
 			exit(2);
 		}
 		close(fd);
@@ -669,7 +722,7 @@ int main(int argc, char **argv)
 		s.nfiles = 1;
 	} else {
 		bool usage_error;
-		if (bench_files_prepare(s.dir, s.nfiles, s.size, &s.paths, &rp.fs, &usage_error) != 0) {
+		if (bench_files_prepare(s.dir, s.nfiles, s.size, keep, &s.paths, &rp.fs, &usage_error) != 0) {
 			if (usage_error)
 				exit(2);
 			return 1;
@@ -686,7 +739,7 @@ int main(int argc, char **argv)
 		avail[m] = bench_methods[m]->probe(&pj, why[m], sizeof(why[m])) == 0;
 	}
 	if (list) {
-		unlink(probe_path);
+		bench_scratch_remove();   /* the probe file, the only one registered */
 		free(probe_path);
 		for (unsigned m = 0; m < bench_nmethods; m++)
 			printf("%-15s %s%s%s\n", bench_methods[m]->name, bench_methods[m]->what,
@@ -703,9 +756,9 @@ int main(int argc, char **argv)
 
 	char sz[32];
 	bench_size_str(s.size, sz, sizeof(sz));
-	printf("fsaio-bench %s: %s, %ld CPUs, %s on %s (read_ahead_kb %d), %u file(s) of %s in %s\n",
-	       mode, rp.kernel, rp.cpus, rp.fs.fstype, rp.fs.device, rp.fs.read_ahead_kb, s.nfiles, sz, s.dir);
-	printf("%s, load average %.2f; %u rep(s), median; %s per run after a %.2f s ramp; ", rp.date,
+	printf("fsaio-bench %s (libfsaio %s): %s, %ld CPUs, %s on %s (read_ahead_kb %d), %u file(s) of %s in %s\n",
+	       mode, fsaio_version(), rp.kernel, rp.cpus, rp.fs.fstype, rp.fs.device, rp.fs.read_ahead_kb, s.nfiles, sz, s.dir);
+	printf("%s, load average %.2f; %u rep(s), median; %s per run after a %.2f s ramp; ", rp.started,
 	       rp.load[0], s.reps, s.bytes ? "a byte count" : "a fixed time", s.ramp);
 	if (s.batch)
 		printf("at most %u request(s) per submit call\n", s.batch);
@@ -788,11 +841,12 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	rp.total_secs = (double)(bench_now_ns() - t0) / 1e9;
+	bench_iso_time(time(NULL), rp.finished, sizeof(rp.finished));
 	if (getloadavg(&rp.load[1], 1) != 1)
 		rp.load[1] = -1;
 	printf("\n");
 	bench_report_targets(&rp, stdout);
-	printf("total %.0f s, load average %.2f at the end\n", rp.total_secs, rp.load[1]);
+	printf("%s: total %.0f s, load average %.2f at the end\n", rp.finished, rp.total_secs, rp.load[1]);
 	fflush(stdout);
 
 	int rc = any_error ? 1 : 0;

@@ -3,14 +3,16 @@
  * fsaio-bench: --plot FILE.png through gnuplot.
  *
  * DESIGN: cases that differ only by I/O size form one panel (throughput in
- * MiB/s against size, log-log, one line per method); each other workload gets
- * its own panel in one PNG. The data goes inline as gnuplot datablocks on a
+ * MiB/s against size, log-log, one line per method); a panel with a single
+ * size is a bar chart instead, one bar per method, as a line needs two
+ * points. Each workload gets its own panel in one PNG. The data goes inline as gnuplot datablocks on a
  * pipe, so no temporary files are left behind. Without gnuplot the plot is
  * skipped with a message and the run still succeeds: the table has the data.
  */
 #include "driver.h"
 
 #include <errno.h>
+#include <fsaio.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +39,9 @@ static bool in_path(const char *prog)
 }
 
 /* One per method, in bench_methods order, distinct from one another. */
-static const char *const colours[] = {
-	"#6a00c8", "#e377c2", "#1f77b4", "#ff7f0e", "#17becf", "#bcbd22", "#8c564b", "#000000", "#2ca02c",
+static const unsigned colours[BENCH_MAX_METHODS] = {
+	0x6a00c8, 0xe377c2, 0x1f77b4, 0xff7f0e, 0x17becf, 0xbcbd22, 0x8c564b, 0x000000,
+	0x2ca02c, 0xd62728, 0x9467bd, 0x7f7f7f, 0xaec7e8, 0xffbb78, 0x98df8a, 0xc5b0d5,
 };
 
 static bool same_panel(const struct bench_case *a, const struct bench_case *b)
@@ -47,9 +50,104 @@ static bool same_panel(const struct bench_case *a, const struct bench_case *b)
 	       a->hot_pct == b->hot_pct && a->depth == b->depth;
 }
 
+/* libfsaio's own methods are what the plot is about: drawn heavier. */
+static bool ours(const struct bench_method *m)
+{
+	return !strncmp(m->name, "fsaio", 5);
+}
+
+static bool measured_in_panel(const struct bench_report *rp, const unsigned *panel_of, unsigned p, unsigned m)
+{
+	for (unsigned c = 0; c < rp->ncases; c++)
+		if (panel_of[c] == p && bench_cell_at(rp, c, m)->status == ST_OK)
+			return true;
+	return false;
+}
+
+/* A panel of one I/O size: one bar per method measured, linear MiB/s. */
+static void bar_panel(FILE *g, const struct bench_report *rp, unsigned c, unsigned p, const char *title)
+{
+	unsigned bars = 0;
+	fprintf(g, "$B%u << EOD\n", p);
+	for (unsigned m = 0; m < bench_nmethods; m++) {
+		const struct bench_cell *cell = bench_cell_at(rp, c, m);
+		if (cell->status != ST_OK)
+			continue;
+		fprintf(g, "%u %g %s %u %s\n", bars++, cell->med.mibps, bench_methods[m]->name,
+			colours[m % BENCH_MAX_METHODS], ours(bench_methods[m]) ? "1" : "0");
+	}
+	fprintf(g, "EOD\n");
+	fprintf(g, "set title '%s, %.0f KiB'\n", title, rp->cases[c].bs / 1024.0);
+	fprintf(g, "unset logscale\nunset key\nset xlabel ''\nset ylabel 'MiB/s'\n"
+		"set xtics () rotate by -30 nomirror\nset yrange [0:*]\n");
+	if (!bars) {
+		fprintf(g, "set xrange [0:1]\nset label 1 'nothing measured' at graph 0.5,0.5 center\n"
+			"plot 1 notitle lc rgb 'white'\nunset label 1\n");
+	} else {
+		fprintf(g, "set xrange [-0.6:%g]\nset style fill solid 0.85 border -1\nset boxwidth 0.7\n",
+			bars - 0.4);
+		/* Bars of libfsaio's own methods get a heavier outline. */
+		fprintf(g, "plot $B%u using 1:2:4:xtic(3) with boxes lc rgb variable notitle, "
+			"$B%u using 1:($5 > 0 ? $2 : 1/0) with boxes lw 3 lc rgb 'black' fs empty notitle, "
+			"$B%u using 1:2:(sprintf('%%.0f', $2)) with labels offset 0,0.7 notitle\n", p, p, p);
+	}
+	fprintf(g, "set style fill empty\nset yrange [*:*]\nset xtics norotate mirror\n");
+}
+
+/* A panel of several I/O sizes: MiB/s against size, log-log, a line per method. */
+static void line_panel(FILE *g, const struct bench_report *rp, const unsigned *panel_of, unsigned p,
+		       const char *title)
+{
+	unsigned lines = 0;
+	for (unsigned m = 0; m < bench_nmethods; m++) {
+		if (!measured_in_panel(rp, panel_of, p, m))
+			continue;
+		fprintf(g, "$D%u_%u << EOD\n", p, m);
+		for (unsigned c = 0; c < rp->ncases; c++) {
+			const struct bench_cell *cell = bench_cell_at(rp, c, m);
+			if (panel_of[c] == p && cell->status == ST_OK)
+				fprintf(g, "%g %g\n", rp->cases[c].bs / 1024.0, cell->med.mibps);
+		}
+		fprintf(g, "EOD\n");
+		lines++;
+	}
+	fprintf(g, "set title '%s'\n", title);
+	fprintf(g, "set logscale xy 2\nset key outside right\nset xlabel 'I/O size (KiB)'\nset ylabel 'MiB/s'\n");
+	/* Tics at the sizes measured. */
+	double lo = 0, hi = 0;
+	fprintf(g, "set xtics (");
+	for (unsigned c = 0, k = 0; c < rp->ncases; c++) {
+		if (panel_of[c] != p)
+			continue;
+		double x = rp->cases[c].bs / 1024.0;
+		fprintf(g, "%s%g", k++ ? ", " : "", x);
+		lo = lo == 0 || x < lo ? x : lo;
+		hi = x > hi ? x : hi;
+	}
+	fprintf(g, ")\nset xrange [%g:%g]\n", lo / 1.4, hi * 1.4);
+	if (!lines) {
+		fprintf(g, "set label 1 'nothing measured' at graph 0.5,0.5 center\n"
+			"plot 1 notitle lc rgb 'white'\nunset label 1\n");
+		return;
+	}
+	fprintf(g, "plot ");
+	unsigned k = 0;
+	for (unsigned m = 0; m < bench_nmethods; m++) {
+		if (!measured_in_panel(rp, panel_of, p, m))
+			continue;
+		/* O_DIRECT lines dashed; a fixed colour per method, so gnuplot's
+		 * 8-colour cycle never gives two lines the same one. */
+		bool o = ours(bench_methods[m]);
+		fprintf(g, "%s$D%u_%u using 1:2 with linespoints lw %d dt %d lc rgb '#%06x' pt 7 ps %s title '%s'",
+			k++ ? ", " : "", p, m, o ? 4 : 2, bench_methods[m]->direct ? 2 : 1,
+			colours[m % BENCH_MAX_METHODS], o ? "1.2" : "0.8", bench_methods[m]->name);
+	}
+	fprintf(g, "\n");
+}
+
 int bench_plot(const struct bench_report *rp, const char *png)
 {
-	unsigned panel_of[256], npanels = 0, first[256];
+	unsigned panel_of[256], npanels = 0, first[256], sizes[256];
 
 	if (!in_path("gnuplot")) {
 		fprintf(stderr, "fsaio-bench: gnuplot not found, so no plot was written to %s "
@@ -61,9 +159,12 @@ int bench_plot(const struct bench_report *rp, const char *png)
 		for (p = 0; p < npanels; p++)
 			if (same_panel(&rp->cases[first[p]], &rp->cases[c]))
 				break;
-		if (p == npanels)
+		if (p == npanels) {
 			first[npanels++] = c;
+			sizes[p] = 0;
+		}
 		panel_of[c] = p;
+		sizes[p]++;
 	}
 
 	/* "'gnuplot' 2>&1" would mix its chatter with ours: keep its stderr. */
@@ -77,13 +178,11 @@ int bench_plot(const struct bench_report *rp, const char *png)
 	for (const char *p = png; *p; p++)
 		fprintf(g, *p == '\'' ? "''" : "%c", *p);
 	fprintf(g, "'\n");
-	fprintf(g, "set multiplot layout %u,1 title 'fsaio-bench %s, %s, %s (%s)'\n", npanels, rp->mode,
-		rp->kernel, rp->fs.fstype, rp->date);
-	fprintf(g, "set logscale xy 2\nset grid\nset key outside right\n"
-		"set xlabel 'I/O size (KiB)'\nset ylabel 'MiB/s'\n");
+	fprintf(g, "set multiplot layout %u,1 title 'fsaio-bench %s, libfsaio %s, %s, %s (%s)'\n", npanels,
+		rp->preset, fsaio_version(), rp->kernel, rp->fs.fstype, rp->started);
+	fprintf(g, "set grid\n");
 
 	for (unsigned p = 0; p < npanels; p++) {
-		unsigned lines = 0;
 		const struct bench_case *fc = &rp->cases[first[p]];
 		char title[128];
 		snprintf(title, sizeof(title), "%s %s %s, depth %u",
@@ -91,59 +190,10 @@ int bench_plot(const struct bench_report *rp, const char *png)
 			 fc->pattern == PAT_RAND ? "random" : "sequential",
 			 fc->rw == RW_READ ? "reads" : fc->rw == RW_WRITE ? "writes" : "70/30 reads/writes",
 			 fc->depth);
-		for (unsigned m = 0; m < bench_nmethods; m++) {
-			bool any = false;
-			for (unsigned c = 0; c < rp->ncases; c++)
-				if (panel_of[c] == p && bench_cell_at(rp, c, m)->status == ST_OK)
-					any = true;
-			if (!any)
-				continue;
-			fprintf(g, "$D%u_%u << EOD\n", p, m);
-			for (unsigned c = 0; c < rp->ncases; c++) {
-				const struct bench_cell *cell = bench_cell_at(rp, c, m);
-				if (panel_of[c] == p && cell->status == ST_OK)
-					fprintf(g, "%g %g\n", rp->cases[c].bs / 1024.0, cell->med.mibps);
-			}
-			fprintf(g, "EOD\n");
-			lines++;
-		}
-		fprintf(g, "set title '%s'\n", title);
-		/* Tics at the sizes measured; a single size still gets a visible range. */
-		double lo = 0, hi = 0;
-		fprintf(g, "set xtics (");
-		for (unsigned c = 0, k = 0; c < rp->ncases; c++) {
-			if (panel_of[c] != p)
-				continue;
-			double x = rp->cases[c].bs / 1024.0;
-			fprintf(g, "%s%g", k++ ? ", " : "", x);
-			lo = lo == 0 || x < lo ? x : lo;
-			hi = x > hi ? x : hi;
-		}
-		fprintf(g, ")\nset xrange [%g:%g]\n", lo / 1.4, hi * 1.4);
-		if (!lines) {
-			fprintf(g, "set label 1 'nothing measured' at graph 0.5,0.5 center\n"
-				"plot 1 notitle lc rgb 'white'\nunset label 1\n");
-			continue;
-		}
-		fprintf(g, "plot ");
-		unsigned k = 0;
-		for (unsigned m = 0; m < bench_nmethods; m++) {
-			bool any = false;
-			for (unsigned c = 0; c < rp->ncases; c++)
-				if (panel_of[c] == p && bench_cell_at(rp, c, m)->status == ST_OK)
-					any = true;
-			if (!any)
-				continue;
-			/* libfsaio's own lines drawn heavier: they are what the plot is
-			 * about; O_DIRECT ones dashed. A fixed colour per method, so
-			 * gnuplot's 8-colour cycle never gives two lines the same one. */
-			bool ours = !strncmp(bench_methods[m]->name, "fsaio", 5);
-			fprintf(g, "%s$D%u_%u using 1:2 with linespoints lw %d dt %d lc rgb '%s' pt 7 ps %s title '%s'",
-				k++ ? ", " : "", p, m, ours ? 4 : 2, bench_methods[m]->direct ? 2 : 1,
-				colours[m % (sizeof(colours) / sizeof(colours[0]))], ours ? "1.2" : "0.8",
-				bench_methods[m]->name);
-		}
-		fprintf(g, "\n");
+		if (sizes[p] == 1)
+			bar_panel(g, rp, first[p], p, title);
+		else
+			line_panel(g, rp, panel_of, p, title);
 	}
 	fprintf(g, "unset multiplot\n");
 	int st = pclose(g);

@@ -1,20 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fsaio-bench: the human table, the issues' targets, CSV and JSON.
+ * fsaio-bench: the human table, the library's goals, CSV and JSON.
  *
  * DESIGN: everything here reads the medians in struct bench_report and
  * writes; nothing is measured or recomputed except ratios. Every method
  * appears in CSV and JSON for every case, with a status (ok, unavailable,
  * error, not-selected), so a reader can tell "not measured" from "slow".
- * Latencies are microseconds, throughput IOPS and MiB/s (2^20 bytes).
+ * Latencies are microseconds, throughput IOPS and MiB/s (2^20 bytes); cost
+ * is CPU microseconds and context switches per I/O, of the whole process.
+ * JSON schema 2: "preset", "version", "library_version", ISO 8601 UTC
+ * "started"/"finished", and the cost fields.
  */
 #include "driver.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fsaio.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+#define JSON_SCHEMA 2
+
+void bench_iso_time(time_t t, char *buf, size_t n)
+{
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, n, "1970-01-01T00:00:00Z");
+}
 
 static const char *status_name(enum bench_status st)
 {
@@ -112,14 +126,17 @@ void bench_report_table(const struct bench_report *rp, FILE *f)
 		fprintf(f, "   ratios: /direct = IOPS over kaio-direct's, /ref = IOPS over %s's; latency: submit "
 			"call start to reap return, us%s\n", cs->ref,
 			mix ? "; hot/cold = requests in the cached / uncached region" : "");
+		fprintf(f, "   cost: CPU us/IO = user + system CPU of the whole process per I/O, csw/IO = its "
+			"context switches per I/O\n");
 		if (mix)
-			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9s  %s\n", "method", "IOPS",
-				"MiB/s", "/direct", "/ref", "hot p50", "hot p99", "hot p999", "cold p50",
-				"cold p99", "sub p50", "sub p99", "CPU s/GiB", "engine / notes");
+			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9s %9s %7s  %s\n", "method",
+				"IOPS", "MiB/s", "/direct", "/ref", "hot p50", "hot p99", "hot p999", "cold p50",
+				"cold p99", "sub p50", "sub p99", "CPU s/GiB", "CPU us/IO", "csw/IO",
+				"engine / notes");
 		else
-			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9s  %s\n", "method", "IOPS",
-				"MiB/s", "/direct", "/ref", "lat p50", "lat p99", "lat p999", "sub p50",
-				"sub p99", "sub max", "CPU s/GiB", "engine / notes");
+			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9s %9s %7s  %s\n", "method",
+				"IOPS", "MiB/s", "/direct", "/ref", "lat p50", "lat p99", "lat p999", "sub p50",
+				"sub p99", "sub max", "CPU s/GiB", "CPU us/IO", "csw/IO", "engine / notes");
 		for (unsigned m = 0; m < bench_nmethods; m++) {
 			const struct bench_cell *cell = bench_cell_at(rp, c, m);
 			const struct bench_method *me = bench_methods[m];
@@ -131,6 +148,8 @@ void bench_report_table(const struct bench_report *rp, FILE *f)
 			}
 			const struct bench_result *r = &cell->med;
 			char iops[16], mib[16], rd[16], rr[16], l[5][16], sb[3][16], eng[128], note[128];
+			char cpu_io[16];
+			fmt_us(r->cpu_us_per_io, cpu_io, sizeof(cpu_io));
 			fmt_count(r->iops, iops, sizeof(iops));
 			snprintf(mib, sizeof(mib), "%.1f", r->mibps);
 			fmt_ratio(ratio_to(rp, c, m, "kaio-direct"), rd, sizeof(rd));
@@ -157,36 +176,37 @@ void bench_report_table(const struct bench_report *rp, FILE *f)
 				fmt_us(r->hot[2], l[2], sizeof(l[2]));
 				fmt_us(r->cold[0], l[3], sizeof(l[3]));
 				fmt_us(r->cold[1], l[4], sizeof(l[4]));
-				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9.3f  %s%s%s\n",
+				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9.3f %9s %7.3f  %s%s%s\n",
 					me->name, iops, mib, rd, rr, l[0], l[1], l[2], l[3], l[4], sb[0], sb[1],
-					r->cpu_per_gib, eng, eng[0] && note[0] ? "; " : "", note);
+					r->cpu_per_gib, cpu_io, r->csw_per_io, eng, eng[0] && note[0] ? "; " : "", note);
 			} else {
 				for (unsigned k = 0; k < 3; k++)
 					fmt_us(r->lat[k], l[k], sizeof(l[k]));
-				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9.3f  %s%s%s\n",
+				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9.3f %9s %7.3f  %s%s%s\n",
 					me->name, iops, mib, rd, rr, l[0], l[1], l[2], sb[0], sb[1], sb[2],
-					r->cpu_per_gib, eng, eng[0] && note[0] ? "; " : "", note);
+					r->cpu_per_gib, cpu_io, r->csw_per_io, eng, eng[0] && note[0] ? "; " : "", note);
 			}
 		}
 	}
 }
 
-/* ---- targets ---- */
+/* ---- goals ---- */
 
+/* One goal of the library, as this run measured it. */
 struct target {
-	char issue[16];
-	char what[160];
+	char preset[16];        /* the preset that measures it properly */
+	char what[160];         /* what is compared, on which workload */
 	double value, goal;     /* met when value >= goal */
 	bool measured;
 };
 
-static void add_ratio(struct target *t, unsigned *n, unsigned max, const char *issue, const char *what,
+static void add_ratio(struct target *t, unsigned *n, unsigned max, const char *preset, const char *what,
 		      double value, double goal)
 {
 	if (*n >= max)
 		return;
 	struct target *x = &t[(*n)++];
-	snprintf(x->issue, sizeof(x->issue), "%s", issue);
+	snprintf(x->preset, sizeof(x->preset), "%s", preset);
 	snprintf(x->what, sizeof(x->what), "%s", what);
 	x->value = value;
 	x->goal = goal;
@@ -219,52 +239,70 @@ static double hot_p99_ratio(const struct bench_report *rp, unsigned c, const cha
 	return x->med.hot[1] / y->med.hot[1];
 }
 
+/* "cold random 4k reads, depth 32": the workload in words. */
+static void workload_words(const struct bench_case *c, char *buf, size_t n)
+{
+	char bs[16], cache[24];
+	if (c->bs % (1u << 20) == 0)
+		snprintf(bs, sizeof(bs), "%um", c->bs >> 20);
+	else if (c->bs % 1024 == 0)
+		snprintf(bs, sizeof(bs), "%uk", c->bs >> 10);
+	else
+		snprintf(bs, sizeof(bs), "%u", c->bs);
+	if (c->cache == CACHE_MIX)
+		snprintf(cache, sizeof(cache), "%u%% hot", c->hot_pct);
+	else
+		snprintf(cache, sizeof(cache), "%s", c->cache == CACHE_COLD ? "cold" : "hot");
+	snprintf(buf, n, "%s %s %s %s, depth %u", cache, c->pattern == PAT_RAND ? "random" : "sequential", bs,
+		 c->rw == RW_READ ? "reads" : c->rw == RW_WRITE ? "writes" : "70/30 reads/writes", c->depth);
+}
+
 static unsigned eval_targets(const struct bench_report *rp, struct target *t, unsigned max)
 {
 	unsigned n = 0;
-	char w[160], label[96];
+	char w[160], wl[96];
+	const char *p = rp->preset;
 	for (unsigned c = 0; c < rp->ncases; c++) {
 		const struct bench_case *cs = &rp->cases[c];
-		bench_case_label(cs, label, sizeof(label));
+		workload_words(cs, wl, sizeof(wl));
 		bool cold_rr = cs->cache == CACHE_COLD && cs->rw == RW_READ && cs->pattern == PAT_RAND;
-		bool issue2 = !strcmp(rp->mode, "issue2") || !strcmp(rp->mode, "quick");
-		const char *i2 = !strcmp(rp->mode, "quick") ? "issue 2 (*)" : "issue 2";
-		if (!strcmp(rp->mode, "full") && cold_rr) {
-			snprintf(w, sizeof(w), "%s: fsaio / kaio-buffered IOPS", label);
-			add_ratio(t, &n, max, "issue 4", w, iops_ratio(rp, c, "fsaio", "kaio-buffered"), 2.0);
-			snprintf(w, sizeof(w), "%s: fsaio / kaio-direct IOPS", label);
-			add_ratio(t, &n, max, "issue 4", w, iops_ratio(rp, c, "fsaio", "kaio-direct"), 0.8);
+		bool cvd = !strcmp(p, "cold-vs-direct") || !strcmp(p, "quick");
+		if (!strcmp(p, "seed-sweep") && cold_rr) {
+			snprintf(w, sizeof(w), "%s: fsaio / kernel AIO buffered (kaio-buffered) IOPS", wl);
+			add_ratio(t, &n, max, "seed-sweep", w, iops_ratio(rp, c, "fsaio", "kaio-buffered"), 2.0);
+			snprintf(w, sizeof(w), "%s: fsaio / O_DIRECT (kaio-direct) IOPS", wl);
+			add_ratio(t, &n, max, "seed-sweep", w, iops_ratio(rp, c, "fsaio", "kaio-direct"), 0.8);
 		}
-		if (issue2 && cold_rr && cs->bs == 4096) {
-			snprintf(w, sizeof(w), "%s: fsaio / kaio-direct IOPS", label);
-			add_ratio(t, &n, max, i2, w, iops_ratio(rp, c, "fsaio", "kaio-direct"), 0.9);
-			snprintf(w, sizeof(w), "%s: fsaio / kaio-buffered IOPS", label);
-			add_ratio(t, &n, max, i2, w, iops_ratio(rp, c, "fsaio", "kaio-buffered"), 3.0);
+		if (cvd && cold_rr && cs->bs == 4096) {
+			snprintf(w, sizeof(w), "%s: fsaio / O_DIRECT (kaio-direct) IOPS", wl);
+			add_ratio(t, &n, max, "cold-vs-direct", w, iops_ratio(rp, c, "fsaio", "kaio-direct"), 0.9);
+			snprintf(w, sizeof(w), "%s: fsaio / kernel AIO buffered (kaio-buffered) IOPS", wl);
+			add_ratio(t, &n, max, "cold-vs-direct", w, iops_ratio(rp, c, "fsaio", "kaio-buffered"), 3.0);
 		}
-		if (issue2 && cs->cache == CACHE_HOT && cs->rw == RW_READ && cs->bs == 4096) {
-			snprintf(w, sizeof(w), "%s: fsaio / pread IOPS", label);
-			add_ratio(t, &n, max, i2, w, iops_ratio(rp, c, "fsaio", "pread"), 0.8);
+		if (cvd && cs->cache == CACHE_HOT && cs->rw == RW_READ && cs->bs == 4096) {
+			snprintf(w, sizeof(w), "%s: fsaio / pread IOPS", wl);
+			add_ratio(t, &n, max, "cold-vs-direct", w, iops_ratio(rp, c, "fsaio", "pread"), 0.8);
 		}
-		if (!strcmp(rp->mode, "issue5") && cs->cache == CACHE_COLD && cs->rw == RW_READ &&
+		if (!strcmp(p, "streams") && cs->cache == CACHE_COLD && cs->rw == RW_READ &&
 		    cs->pattern == PAT_SEQ) {
-			snprintf(w, sizeof(w), "%s: fsaio / pread IOPS", label);
-			add_ratio(t, &n, max, "issue 5", w, iops_ratio(rp, c, "fsaio", "pread"), 1.0);
-			snprintf(w, sizeof(w), "%s: fsaio / uring-buffered IOPS", label);
-			add_ratio(t, &n, max, "issue 5", w, iops_ratio(rp, c, "fsaio", "uring-buffered"), 1.5);
-			snprintf(w, sizeof(w), "%s: fsaio share completed inline", label);
-			add_ratio(t, &n, max, "issue 5", w, inline_share(rp, c, "fsaio"), 0.9);
+			snprintf(w, sizeof(w), "%s: fsaio / pread IOPS", wl);
+			add_ratio(t, &n, max, "streams", w, iops_ratio(rp, c, "fsaio", "pread"), 1.0);
+			snprintf(w, sizeof(w), "%s: fsaio / io_uring buffered (uring-buffered) IOPS", wl);
+			add_ratio(t, &n, max, "streams", w, iops_ratio(rp, c, "fsaio", "uring-buffered"), 1.5);
+			snprintf(w, sizeof(w), "%s: share of fsaio's requests completed inline", wl);
+			add_ratio(t, &n, max, "streams", w, inline_share(rp, c, "fsaio"), 0.9);
 		}
-		if (!strcmp(rp->mode, "issue5") && cold_rr && cs->bs == 4096) {
-			snprintf(w, sizeof(w), "%s: fsaio / fsaio-nora IOPS", label);
-			add_ratio(t, &n, max, "issue 5", w, iops_ratio(rp, c, "fsaio", "fsaio-nora"), 0.95);
-			snprintf(w, sizeof(w), "%s: fsaio-direct / kaio-direct IOPS", label);
-			add_ratio(t, &n, max, "issue 5", w, iops_ratio(rp, c, "fsaio-direct", "kaio-direct"), 0.95);
+		if (!strcmp(p, "streams") && cold_rr && cs->bs == 4096) {
+			snprintf(w, sizeof(w), "%s: fsaio / fsaio without readahead (fsaio-nora) IOPS", wl);
+			add_ratio(t, &n, max, "streams", w, iops_ratio(rp, c, "fsaio", "fsaio-nora"), 0.95);
+			snprintf(w, sizeof(w), "%s: fsaio on O_DIRECT / kernel AIO O_DIRECT IOPS", wl);
+			add_ratio(t, &n, max, "streams", w, iops_ratio(rp, c, "fsaio-direct", "kaio-direct"), 0.95);
 		}
-		if (!strcmp(rp->mode, "mix") && cs->cache == CACHE_MIX) {
-			snprintf(w, sizeof(w), "%s: posix-aio hot p99 / fsaio hot p99", label);
-			add_ratio(t, &n, max, "issue 4", w, hot_p99_ratio(rp, c, "posix-aio"), 10.0);
-			snprintf(w, sizeof(w), "%s: threads hot p99 / fsaio hot p99", label);
-			add_ratio(t, &n, max, "issue 4", w, hot_p99_ratio(rp, c, "threads"), 10.0);
+		if (!strcmp(p, "mix") && cs->cache == CACHE_MIX) {
+			snprintf(w, sizeof(w), "%s: hot-request p99, posix-aio / fsaio", wl);
+			add_ratio(t, &n, max, "mix", w, hot_p99_ratio(rp, c, "posix-aio"), 10.0);
+			snprintf(w, sizeof(w), "%s: hot-request p99, threads / fsaio", wl);
+			add_ratio(t, &n, max, "mix", w, hot_p99_ratio(rp, c, "threads"), 10.0);
 		}
 	}
 	return n;
@@ -274,20 +312,20 @@ unsigned bench_report_targets(const struct bench_report *rp, FILE *f)
 {
 	struct target t[64];
 	unsigned n = eval_targets(rp, t, 64);
+	bool quick = !strcmp(rp->preset, "quick");
 	if (!n)
 		return 0;
-	fprintf(f, "targets set by the issues (ratios from this run):\n");
+	fprintf(f, "the library's goals, on this run's figures%s:\n", quick ? " (indicative: see below)" : "");
 	for (unsigned i = 0; i < n; i++) {
 		if (t[i].measured)
-			fprintf(f, "  %-11s %-62s %7.2f  (>= %g) %s\n", t[i].issue, t[i].what, t[i].value,
-				t[i].goal, t[i].value >= t[i].goal ? "met" : "NOT met");
+			fprintf(f, "  %-78s %7.2f  (>= %.2f) %s\n", t[i].what, t[i].value, t[i].goal,
+				t[i].value >= t[i].goal ? "met" : "NOT met");
 		else
-			fprintf(f, "  %-11s %-62s %7s  (>= %g) not measured\n", t[i].issue, t[i].what, "-",
-				t[i].goal);
+			fprintf(f, "  %-78s %7s  (>= %.2f) not measured\n", t[i].what, "-", t[i].goal);
 	}
-	if (!strcmp(rp->mode, "quick"))
-		fprintf(f, "  (*) --quick uses a %s file and short runs: indicative; --preset issue2 is the "
-			"real check\n", "smaller");
+	if (quick)
+		fprintf(f, "  the quick mode uses a smaller file and short runs; --preset cold-vs-direct "
+			"measures these properly\n");
 	return n;
 }
 
@@ -329,18 +367,18 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 		fprintf(stderr, "fsaio-bench: --csv %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	fprintf(f, "mode,pattern,rw,cache,hot_pct,bs,depth,files,size,fadvise,method,status,reason,reps,"
+	fprintf(f, "preset,pattern,rw,cache,hot_pct,bs,depth,files,size,fadvise,method,status,reason,reps,"
 		"depth_used,iops,mib_s,ratio_kaio_direct,ref_method,ratio_ref,"
 		"lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,hot_p50_us,hot_p99_us,hot_p999_us,"
 		"cold_p50_us,cold_p99_us,cold_p999_us,submit_p50_us,submit_p99_us,submit_max_us,"
-		"cpu_s_per_gib,cached_pct_start,inline_pct,partial_inline,queued,retries,probe_cold,"
+		"cpu_s_per_gib,cpu_us_per_io,csw_per_io,cached_pct_start,inline_pct,partial_inline,queued,retries,probe_cold,"
 		"uring_submissions,readahead_calls\n");
 	for (unsigned c = 0; c < rp->ncases; c++) {
 		const struct bench_case *cs = &rp->cases[c];
 		for (unsigned m = 0; m < bench_nmethods; m++) {
 			const struct bench_cell *cell = bench_cell_at(rp, c, m);
 			const struct bench_result *r = &cell->med;
-			fprintf(f, "%s,%s,%s,%s,%u,%u,%u,%u,%llu,%s,%s,%s,", rp->mode,
+			fprintf(f, "%s,%s,%s,%s,%u,%u,%u,%u,%llu,%s,%s,%s,", rp->preset,
 				cs->pattern == PAT_RAND ? "rand" : "seq", rw_name(cs->rw), cache_name(cs->cache),
 				cs->hot_pct, cs->bs, cs->depth, rp->s->nfiles, (unsigned long long)rp->s->size,
 				fadvise_name(bench_case_fadvise(rp->s, cs)), bench_methods[m]->name,
@@ -348,7 +386,7 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 			csv_str(f, cell->status == ST_OK ? "" : cell->why);
 			if (cell->status != ST_OK) {
 				fprintf(f, ",0,,,,,%s", cs->ref);
-				for (unsigned k = 0; k < 23; k++)
+				for (unsigned k = 0; k < 25; k++)
 					fputc(',', f);
 				fputc('\n', f);
 				continue;
@@ -369,6 +407,8 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 			for (unsigned k = 0; k < 3; k++)
 				csv_num(f, r->sub[k]);
 			csv_num(f, r->cpu_per_gib);
+			csv_num(f, r->cpu_us_per_io);
+			csv_num(f, r->csw_per_io);
 			csv_num(f, r->cached_pct);
 			if (r->es.valid && r->es.requests) {
 				csv_num(f, 100.0 * (double)r->es.completed_inline / (double)r->es.requests);
@@ -432,10 +472,16 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 		return -1;
 	}
 	const struct bench_settings *s = rp->s;
-	fprintf(f, "{\n  \"tool\": \"fsaio-bench\",\n  \"mode\": ");
-	json_str(f, rp->mode);
-	fprintf(f, ",\n  \"date\": ");
-	json_str(f, rp->date);
+	fprintf(f, "{\n  \"tool\": \"fsaio-bench\",\n  \"schema\": %d,\n  \"version\": ", JSON_SCHEMA);
+	json_str(f, FSAIO_VERSION_STRING);
+	fprintf(f, ",\n  \"library_version\": ");
+	json_str(f, fsaio_version());
+	fprintf(f, ",\n  \"preset\": ");
+	json_str(f, rp->preset);
+	fprintf(f, ",\n  \"started\": ");
+	json_str(f, rp->started);
+	fprintf(f, ",\n  \"finished\": ");
+	json_str(f, rp->finished);
 	fprintf(f, ",\n  \"machine\": {\"kernel\": ");
 	json_str(f, rp->kernel);
 	fprintf(f, ", \"cpus\": %ld, \"fs\": ", rp->cpus);
@@ -505,6 +551,13 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 			}
 			fprintf(f, "}, \"cpu_s_per_gib\": ");
 			json_num(f, r->cpu_per_gib);
+			fprintf(f, ", \"cpu_us_per_io\": ");
+			json_num(f, r->cpu_us_per_io);
+			fprintf(f, ", \"csw_per_io\": ");
+			json_num(f, r->csw_per_io);
+			fprintf(f, ", \"cpu_s\": ");
+			json_num(f, r->cpu_secs);
+			fprintf(f, ", \"context_switches\": %llu", (unsigned long long)r->csw);
 			fprintf(f, ", \"cached_pct_start\": ");
 			json_num(f, r->cached_pct);
 			if (r->es.valid)
@@ -528,8 +581,8 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 	struct target t[64];
 	unsigned n = eval_targets(rp, t, 64);
 	for (unsigned i = 0; i < n; i++) {
-		fprintf(f, "%s\n    {\"issue\": ", i ? "," : "");
-		json_str(f, t[i].issue);
+		fprintf(f, "%s\n    {\"preset\": ", i ? "," : "");
+		json_str(f, t[i].preset);
 		fprintf(f, ", \"what\": ");
 		json_str(f, t[i].what);
 		fprintf(f, ", \"value\": ");

@@ -42,12 +42,21 @@ uint64_t bench_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static double cpu_secs(void)
+/* What the process has used so far: user + system CPU seconds and context
+ * switches (voluntary + involuntary), over every thread of the process,
+ * including threads that have already exited. */
+struct usage {
+	double cpu;
+	uint64_t csw;
+};
+
+static void usage_now(struct usage *u)
 {
 	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);   /* the whole process: includes pool threads */
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	getrusage(RUSAGE_SELF, &ru);
+	u->cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	u->csw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
 }
 
 /* ---- watchdog ---- */
@@ -75,6 +84,7 @@ static void *watchdog(void *arg)
 			fprintf(stderr, "\nfsaio-bench: %s completed nothing for %.0f s with %u requests in "
 				"flight; giving up\n", wd_method ? wd_method : "?", wd_timeout,
 				atomic_load(&wd_inflight));
+			bench_scratch_remove();
 			_exit(1);
 		}
 	}
@@ -282,7 +292,8 @@ struct drive {
 	struct bench_slot **freel, **batch, **done;
 	unsigned nfree, npend, inflight, batch_max;
 	uint64_t t_start, ramp_end, run_end, t_meas, t_last, bytes_meas_sub, bytes_limit, ramp_blocks;
-	double runtime, cpu0;
+	double runtime;
+	struct usage u0;
 	bool measuring, stop, failed;
 	struct bench_engine_stats es0;
 };
@@ -292,7 +303,7 @@ static void start_measuring(struct drive *D, uint64_t t)
 	D->measuring = true;
 	D->t_meas = t;
 	D->run_end = t + (uint64_t)(D->runtime * 1e9);
-	D->cpu0 = cpu_secs();
+	usage_now(&D->u0);
 	if (D->m->engine_stats)
 		D->m->engine_stats(D->st, &D->es0);
 }
@@ -531,11 +542,12 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 		}
 	}
 	atomic_store(&wd_active, 0);
-	double cpu1 = cpu_secs();
+	struct usage u1;
+	usage_now(&u1);
 	bool failed = D.failed, measuring = D.measuring;
 	struct bench_engine_stats es0 = D.es0, es1 = { 0 };
 	const uint64_t t_last = D.t_last, t_meas = D.t_meas;
-	const double cpu0 = D.cpu0;
+	const struct usage u0 = D.u0;
 
 	if (m->engine_stats && !failed && r->status == 0) {
 		m->engine_stats(st, &es1);
@@ -566,7 +578,10 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 		fail(r, "no request completed in the measured time");
 	if (r->status == 0) {
 		r->secs = (double)(t_last - t_meas) / 1e9;
-		r->cpu_secs = cpu1 - cpu0;
+		r->cpu_secs = u1.cpu - u0.cpu;
+		r->csw = u1.csw - u0.csw;
+		r->cpu_us_per_io = r->cpu_secs * 1e6 / (double)r->ios;
+		r->csw_per_io = (double)r->csw / (double)r->ios;
 		r->iops = r->secs > 0 ? (double)r->ios / r->secs : 0;
 		r->mibps = r->secs > 0 ? (double)r->bytes / r->secs / 1048576.0 : 0;
 		r->cpu_per_gib = r->bytes ? r->cpu_secs / ((double)r->bytes / 1073741824.0) : 0;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Issue 3's benchmark: fio 4 KiB random reads, queue depth 32, on a 1 GiB
+# The libaio drop-in under fio: 4 KiB random reads, queue depth 32, on a 1 GiB
 # file, cold and hot, through
 #   shim      fio --ioengine=libaio --direct=0 under fsaio-run (libfsaio-libaio.so)
 #   kaio-dio  fio --ioengine=libaio --direct=1 (kernel AIO, O_DIRECT)
@@ -9,7 +9,8 @@
 #   psync     fio --ioengine=psync (one thread, pread)
 # plus the p99 submission latency (fio's slat: the io_submit call) of cold
 # buffered reads through the shim and through the kernel. Prints a table,
-# the issue's ratios, and writes every fio JSON next to the data file.
+# the drop-in's goals as ratios, and writes every fio JSON next to the data
+# file.
 #
 #   run.sh [-f FILE] [-s SHIM.so] [-r HOT_SECONDS] [-n REPEATS]
 # FILE defaults to ./fsaio-fio-1g.dat (on disk, not tmpfs); SHIM to the
@@ -28,7 +29,7 @@ while getopts f:s:r:n:h opt; do
 	s) shim=$OPTARG ;;
 	r) hot_runtime=$OPTARG ;;
 	n) repeats=$OPTARG ;;
-	*) sed -n '2,17p' "$0"; exit 2 ;;
+	*) sed -n '2,18p' "$0"; exit 2 ;;
 	esac
 done
 if [ -z "$shim" ]; then
@@ -125,7 +126,7 @@ def ratio(a, b, want, what):
     x = res[a][0] / res[b][0]
     print("%-52s %5.2fx  (want >= %.1fx) %s" % (what, x, want, "ok" if x >= want else "MISSED"))
 
-print("\nissue 3 targets (median of %d run%s):" % (repeats, "s" if repeats > 1 else ""))
+print("\nthe drop-in's goals (median of %d run%s):" % (repeats, "s" if repeats > 1 else ""))
 ratio(("shim", "cold"), ("kaio-dio", "cold"), 0.9, "cold: shim / libaio O_DIRECT")
 ratio(("shim", "cold"), ("kaio-buf", "cold"), 3.0, "cold: shim / libaio buffered")
 ratio(("shim", "cold"), ("uring-buf", "cold"), 1.2, "cold: shim / io_uring buffered")
