@@ -11,7 +11,8 @@
  * The residency probe (probe.c) runs before the attempt when a miss would
  * be dear: always for large requests, and for small ones after the last
  * attempt on the fd missed (FSAIO__FD_PROBE_NEXT), so a hot workload pays
- * nothing and a cold one pays ~140 ns instead of a ~8 us NOWAIT miss.
+ * nothing and a cold one pays a probe instead of a failed NOWAIT attempt.
+ * An fd whose reads keep missing skips both (straight_to_ring).
  *
  * Filesystems that refuse RWF_NOWAIT (tmpfs reads, ext4 writes on 6.18:
  * EOPNOTSUPP; some answer EINVAL) are remembered per fd. Their requests are
@@ -31,8 +32,8 @@
 #define PROBE_ALWAYS_BYTES (64 * 1024)
 #define INLINE_IOV 16
 /* The largest write done inline when the fs refuses RWF_NOWAIT for writes
- * (ext4): cold random writes, depth 16, through the pool vs inline here:
- * 4 KiB 103k vs 494k IOPS (kernel AIO 484k), 1 MiB 4.8k vs 2.3k. */
+ * (ext4): small ones cost less inline than a hand-off, large ones overlap
+ * better on workers (docs/design-notes.md). */
 #define INLINE_WRITE_MAX (64 * 1024)
 
 static bool at_eof(const struct fsaio_req *r)
@@ -74,9 +75,8 @@ static bool stale(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdin
  * A buffered write blocks on the device only where it must read a page it
  * overwrites in part: the pages that hold its first and last byte when they
  * are not page-aligned. Whole pages are allocated and filled without a read,
- * so a cold aligned write is as cheap as a hot one (kernel AIO's buffered
- * 4 KiB random writes run at ~500k IOPS here, where a hand-off to a worker
- * costs four times that). Only those edge pages are probed.
+ * so a cold aligned write is as cheap as a hot one, and far cheaper than a
+ * hand-off to a worker. Only those edge pages are probed.
  */
 static bool write_edges_cached(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 {

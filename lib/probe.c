@@ -3,11 +3,11 @@
  * DESIGN: page-cache residency of a byte range, without touching it.
  *
  * cachestat(2) (Linux 6.5, syscall 451 on every architecture, no glibc
- * wrapper) counts the cached pages of a range in ~140 ns here; a 4 KiB
- * RWF_NOWAIT miss costs the submitter ~8 us and a 1 MiB one ~56 us, so a
- * probe that spares a miss pays for itself many times over. Without
- * cachestat (ENOSYS, or FSAIO_PROBE=mincore), mincore(2) over a temporary
- * mapping stands in (~1.4 us); it may report every page resident for files
+ * wrapper) counts the cached pages of a range for a fraction of what a
+ * failed RWF_NOWAIT attempt costs the submitter, so a probe that spares a
+ * miss pays for itself. Without cachestat (ENOSYS, or FSAIO_PROBE=mincore),
+ * mincore(2) over a temporary mapping stands in; it may report every page
+ * resident for files
  * the caller neither owns nor can write, so it is a hint, as is the whole
  * probe: a page can be evicted between probe and read.
  */

@@ -6,19 +6,13 @@
  * full device queue.
  *
  * Upfront: the 2004 patchset told readahead about a whole AIO request when
- * it missed. Here a NOWAIT miss already does that: on 6.18 the kernel
- * starts readahead for exactly the missed range inside preadv2(RWF_NOWAIT)
- * (measured with cachestat right after the EAGAIN, cold ext4 file: 1/1,
- * 32/32 and 256/256 pages of 4 KiB, 128 KiB and 1 MiB misses present,
- * nothing beyond, with or without FADV_RANDOM; the miss cost the caller
- * 24-164 us), so those requests are skipped (P2_KERNEL_RA). What remains
- * are misses the kernel never saw: the probe said cold and no attempt was
- * made. If no worker is free to start them, a side job tells the kernel
- * about the queued ones, so their I/O starts while they wait for a worker.
- * Measured (fsaio-bench, cold random 4 KiB, depth 32, 8 workers, THREADS,
- * 3 alternating runs): 55.4k/51.5k/54.8k IOPS with it, 29.8k/30.0k/39.2k
- * without. A worker that read ahead the range it is about to read itself
- * would gain nothing and cost a syscall per miss, so none does.
+ * it missed. Here a NOWAIT miss already does that (the kernel starts
+ * readahead of exactly the missed range inside preadv2(RWF_NOWAIT)), so
+ * those requests are skipped (P2_KERNEL_RA). What remains are misses the
+ * kernel never saw: the probe said cold and no attempt was made. If no
+ * worker is free to start them, a side job tells the kernel about the
+ * queued ones, so their I/O starts while they wait for a worker. A worker
+ * about to read a range itself gains nothing from reading it ahead first.
  * Each call is clipped to the readahead limit of the device holding the
  * file (read_ahead_kb in sysfs, cached per st_dev; 128 KiB if unknown),
  * which is also where the kernel would clip it.
@@ -192,8 +186,7 @@ static void stream_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
 	 * EBADF, nothing worse. Where the kernel's own readahead is already
 	 * ahead (most of the range in the cache or under I/O), leave it
 	 * alone: readahead(2) sets no PG_readahead marks, so taking over
-	 * would stop the kernel's asynchronous pipeline (measured: the
-	 * inline share of a cold 128 KiB stream fell from 95% to 80%). */
+	 * would stop the kernel's asynchronous pipeline. */
 	if (end > off && fsaio__probe(ctx, fd, off, end - off) != FSAIO__RES_HOT)
 		do_readahead(ctx, fd, off, end - off, limit);
 }
@@ -263,13 +256,10 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
 /* A stream read missed: start or widen the window, unless the kernel's own
  * readahead is at work ahead of the stream (some of the next four requests'
  * pages are in the cache or under I/O already). Then the miss is only the
- * reader catching up with I/O in flight, and taking over hurts: measured
- * on a cold 128 KiB stream at depth 8 with read_ahead_kb 8192 (fsaio-bench,
- * 3 alternating runs each), prefetching from the first miss gave an inline
- * share of 60-69% against 94-96% when the kernel is left alone, for no
- * throughput gain beyond the noise (1385-1500 against 875-1653 MiB/s).
- * Where the kernel reads nothing ahead (an fd advised RANDOM elsewhere, a
- * small read_ahead_kb) the window pays. Called before r is handed on. */
+ * reader catching up with I/O in flight, and taking over lowers the share
+ * served inline (docs/design-notes.md). Where the kernel reads nothing
+ * ahead (an fd advised RANDOM elsewhere, a small read_ahead_kb) the window
+ * pays. Called before r is handed on. */
 void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct stream *s = &ctx->ra->s[(unsigned)r->fd % RA_SLOTS];

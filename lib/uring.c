@@ -2,104 +2,35 @@
 /*
  * DESIGN: the io_uring ring of a context, and who carries a miss.
  *
- * Owns: one ring per context, created on first use (most contexts never
- * need one), and one completion thread, fsaio-uring, with every signal
- * blocked, that sleeps in io_uring_wait_cqe and turns CQEs into
- * fsaio__complete() calls, a batch of CQEs posting as one batch. A short
- * result is continued from req->done_ by resubmitting the remainder from
- * that thread, so a request in the ring ends in exactly one event.
+ * Owns: one ring per context, created on first use, and its completion
+ * thread fsaio-uring (every signal blocked), which turns CQEs into
+ * completions, a batch of CQEs posting as one batch. A short result or an
+ * interruption nobody asked for is continued from req->done_ from that
+ * thread, so a request in the ring ends in exactly one event. The thread,
+ * not getevents, owns the CQ side: getevents sleeps on the completion
+ * queue shared with the pool and the poller, and a callback context has no
+ * getevents at all.
  *
- * Why a thread and not reaping in getevents: getevents sleeps on the
- * completion queue's futex, shared with the pool and the inline path, and
- * a completion callback context has no getevents at all. One thread that
- * owns the CQ side keeps the ring's single-consumer rule without a lock.
- * Measured (see the numbers below) it reaches kernel AIO on O_DIRECT.
+ * Binding: each request holds a fixed-file slot (bind_slot) from its first
+ * SQE to its completion, so every SQE of it reaches the file it named.
  *
- * Locks: uring.sq_lock serialises the SQ side (get_sqe, prep, submit) and
- * `stopping`; it is a leaf: nothing else is taken under it, completions are
- * posted after it is dropped. The CQ side belongs to the thread alone.
- * ctx->uring goes NULL -> CREATING -> ring (or UNAVAILABLE) by CAS, so
- * creation needs no lock and a racing submitter that sees CREATING just
- * uses the pool for that one request.
+ * Locks: sq_lock serialises the SQ side, the slots and `stopping`; it is a
+ * leaf (completions are posted after it is dropped). ctx->uring goes NULL ->
+ * CREATING -> ring (or UNAVAILABLE) by CAS; a submitter that sees CREATING
+ * uses the pool for that request.
  *
- * Request states: a request in the ring is WAITING; cancel sends an async
- * cancel and waits for its answer (0: the request ends with -ECANCELED;
- * -EALREADY/-ENOENT, i.e. already at the device or completing: -EBUSY).
- * In practice a read in the ring cannot be taken back: 64 cold 16 KiB reads
- * cancelled right after submit, 3 runs each, gave 0 cancelled, -EBUSY for
- * the rest (O_DIRECT: the bio is issued at submit; buffered: the read
- * waits on its page through a wake-up, which io_uring's cancel does not
- * reach). A caller who needs cancel of misses asks for THREADS, whose
- * queued requests are taken back.
- * uring.cancels lists the requests the caller cancelled (the canceller must
- * not write into a request that may complete under it): any other -ECANCELED or
- * -EINTR (io_uring cancels io-wq work of a submitting thread that exits)
- * is resubmitted, so the caller never sees a cancel it did not ask for.
- * The same exit fails a buffered read waiting for its page with -EFAULT
- * (the retry runs as task work of the submitter, and io_uring ends task
- * work of an exiting task that way): an -EFAULT is resubmitted once from
- * the ring thread, which outlives every request; a second one is real.
+ * Cancel: an async cancel, waited for (0: the request ends -ECANCELED;
+ * -EALREADY/-ENOENT: -EBUSY). uring.cancels lists the caller's cancels: any
+ * other -ECANCELED or -EINTR (io_uring ends io-wq work of a submitting
+ * thread that exits) is resubmitted, and so is a first -EFAULT (task work of
+ * an exiting submitter ends that way); a second -EFAULT is real.
  *
- * Unavailable io_uring (kernel.io_uring_disabled = 2, or ENOSYS / EPERM /
- * EACCES from io_uring_setup, e.g. under seccomp) is found once per
- * process and remembered in one flag: every later context falls back to
- * the pool silently, without a message.
- *
- * Who carries a buffered miss (fsaio_params.miss_backend, FSAIO_BACKEND):
- * THREADS always the pool; URING the ring (io_uring's async buffered read:
- * the kernel retries from the page-unlock wake-up, the 2004 design); AUTO
- * is decided by the measurements below. O_DIRECT goes to the ring unless
- * the backend is THREADS, which keeps io_uring out of the context entirely.
- *
- * MEASURED (Linux 6.18, ext4 on virtio, read_ahead_kb 8192, 2 cores shared
- * with other engineers' builds: load 5-17, so single runs swing 2x; the
- * numbers are alternating runs side by side, fsaio-bench on a 1 GiB file
- * made cold before each run, 3 s each):
- *   cold random 4 KiB, depth 32, IOPS (3 runs)   THREADS   URING
- *                                                 46.0k     41.2k
- *                                                 38.4k     51.8k
- *                                                 22.6k     18.0k
- *     CPU s/GiB                                   3.0-4.8   1.4-1.6
- *   cold random 64 KiB, depth 16, MiB/s           428-552   318-546
- *     CPU s/GiB                                   0.70-1.04 0.43-0.52
- *   cold random 1 MiB, depth 8, MiB/s             939-1010  924-1060 (CPU equal)
- *   cold sequential 128 KiB, depth 8, MiB/s       264-497   243-515  (94-99% inline:
- *                                                 the kernel's readahead serves it)
- *   with AUTO, one fsaio-bench run of 5 reps each, twice: fsaio 1780 and
- *   1920 MiB/s, pread 1755 and 1912, io_uring buffered 1771 and 1851; 94%
- *   of the requests completed inline.
- * Throughput looked a tie within that noise; a small read miss costs a
- * third of the CPU through the ring, so AUTO sends read misses under
- * AUTO_RING_MAX there (see AUTO_RING_MAX for the quiet-machine figures that
- * set it). O_DIRECT random 4 KiB at depth 32 through the ring
- * with this thread against kernel AIO (libaio) O_DIRECT, 5 sets of 3-7
- * alternating pairs: the pairs' median ratio per set 0.94, 0.97, 1.05,
- * 0.96, 0.92; CPU per I/O 2.4-3.6 us against 2.2-3.0 us, context switches
- * 0.10 per I/O against 0.03: the completion costs a wake of this thread
- * and one of the reaper, where kernel AIO wakes only the reaper. Tried and
- * dropped: waiting for several CQEs at once (io_uring_wait_cqes with a
- * 50 us timeout: 0.17 switches and 3.9-6.6 us CPU per I/O, slower);
- * IORING_SETUP_COOP_TASKRUN (no change; and a submitter asleep in
- * getevents must still run the task work); submitting from this thread
- * instead of the caller's (an eventfd doorbell under a multishot poll, so
- * the completion task work would run here and not in the caller's next
- * syscall): fsaio-bench --preset mix, 2 alternating pairs, hot p99 37.1
- * and 38.1 us against 31.6 and 33.5, IOPS 237k and 233k against 323k and
- * 317k: the doorbell's wake costs more than the work it moves. The
- * pool (FSAIO_BACKEND=threads) gives that mix a lower hot p99 (22.9-26.5
- * us in 6 runs against 29.8-33.5) at 0.75x the IOPS. IOSQE_ASYNC on
- * buffered reads (straight to io-wq, no attempt in io_uring_enter), to
- * shorten the caller's submit: bench/fio/run.sh cold through the drop-in,
- * 69.8k IOPS and io_submit p99 55.6 us against 92.0k and 30.3 us without
- * it in the run before; dropped. One io_uring_enter per
- * fsaio_submit call (fsaio__uring_flush) rather than per request is kept:
- * no difference beyond the noise here, fewer syscalls in any case.
- *
- * Large cached reads, split across workers: not done. One 2-thread split
- * against one pread of the same cached range (best of 5, 3 sets):
- * 64 KiB 0.32-0.35x, 256 KiB 0.81-0.87x, 1 MiB 0.95-1.23x, 4 MiB
- * 0.71-0.89x, 16 MiB 0.60-1.49x: with 2 cores, both busy with other work,
- * there is no idle core for a second copier to use.
+ * Unavailable io_uring (io_uring_disabled = 2, or ENOSYS/EPERM/EACCES from
+ * setup) is found once per process; every later context uses the pool.
+ * Who carries a buffered miss: miss_backend (FSAIO_BACKEND) THREADS the
+ * pool, URING the ring, AUTO small reads to the ring, the rest to the pool.
+ * O_DIRECT goes to the ring unless the backend is THREADS. The measurements
+ * behind these choices are in docs/design-notes.md.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -769,19 +700,10 @@ void fsaio__uring_forget(struct fsaio_ctx *ctx)
 	free(u);
 }
 
-/* AUTO, from the measurements in the DESIGN comment: writes to the pool
- * (ext4 punts buffered writes to io-wq, serialised per inode); read misses
- * smaller than AUTO_RING_MAX to the ring, where they cost a third of the
- * CPU of a parked thread; larger ones to the pool. The bound was 256 KiB
- * until a run on a quiet machine (load ~1) showed the ring behind the pool
- * from 16 KiB up. fsaio-bench, 256 MiB, cold random reads, depth 16,
- * 3 reps, IOPS over kernel AIO O_DIRECT's in the same run:
- *              FSAIO_BACKEND=threads   =uring
- *     4 KiB          0.56               0.84
- *    16 KiB          0.66               0.50
- *    64 KiB          0.61               0.51
- * and the full sweep (depth 16, 1 GiB) had AUTO at 0.60 and 0.52 for 16 and
- * 64 KiB where the plain thread pool reached 0.73 and 0.73. */
+/* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
+ * per inode); read misses under AUTO_RING_MAX to the ring, where a small
+ * miss costs a third of the CPU of a parked thread; larger ones to the pool,
+ * which moved them faster (docs/design-notes.md). */
 #define AUTO_RING_MAX (16u * 1024)
 
 static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
