@@ -37,6 +37,13 @@ int fsaio__cq_init(struct fsaio__cq *cq, unsigned size)
 	return 0;
 }
 
+void fsaio__cq_forget(struct fsaio__cq *cq)
+{
+	if (cq->efd >= 0)
+		close(cq->efd);
+	free(cq->ring);
+}
+
 void fsaio__cq_fini(struct fsaio__cq *cq)
 {
 	if (cq->efd >= 0)
@@ -103,6 +110,38 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 	if (wake) {
 		FSAIO__INC(ctx, reaper_wakeups, 1);
 		futex_wake_all(&cq->seq);
+	}
+}
+
+void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b)
+{
+	fsaio__post(ctx, b->ev, b->n);
+	b->n = 0;
+}
+
+/* Post req's event (into b when the submitter batches). The request is the
+ * caller's again once posted: nothing here touches it afterwards. */
+void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
+		     struct fsaio__batch *b)
+{
+	struct fsaio_event ev = {
+		.user_data = req->user_data,
+		.req = req,
+		.res = res,
+		.res2 = res == -ECANCELED ? (int64_t)req->done_ : 0,
+	};
+
+	if (res == -ECANCELED)
+		FSAIO__INC(ctx, cancelled, 1);
+	if (req->priv_[1] & FSAIO__P1_BOUND)
+		close(fsaio__fd(req));
+	fsaio__state_set(req, FSAIO__DONE);
+	if (b) {
+		b->ev[b->n++] = ev;
+		if (b->n == FSAIO__BATCH)
+			fsaio__batch_flush(ctx, b);
+	} else {
+		fsaio__post(ctx, &ev, 1);
 	}
 }
 

@@ -19,9 +19,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "method.h"
 
-_Atomic unsigned fsaio__fork_gen;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void on_fork_child(void)
@@ -34,11 +32,13 @@ static void register_atfork(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 }
 
-bool fsaio__ctx_ok(const struct fsaio_ctx *ctx)
-{
-	return ctx && ctx->fork_gen ==
-		atomic_load_explicit(&fsaio__fork_gen, memory_order_relaxed);
-}
+/* The executors' work and reports (see struct fsaio__exec_ops). */
+static const struct fsaio__exec_ops exec_ops = {
+	.run = fsaio__carry_run,
+	.step = fsaio__pollable_step,
+	.done = fsaio__complete,
+	.punt = fsaio__carry_punt,
+};
 
 static unsigned env_uint(const char *name, unsigned dflt, unsigned max)
 {
@@ -84,6 +84,7 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
+	ctx->ops = &exec_ops;
 	ctx->fork_gen = atomic_load(&fsaio__fork_gen);
 	ctx->depth = p->queue_depth ? p->queue_depth : DEFAULT_DEPTH;
 	ctx->flags = p->flags;
@@ -140,15 +141,12 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 	if (!fsaio__ctx_ok(ctx)) {
 		/* A forked child: the workers are not ours and the locks may be
 		 * held by threads that do not exist here. Free memory only. */
-		if (ctx->cq.efd >= 0)
-			close(ctx->cq.efd);
 		fsaio__uring_forget(ctx);
 		fsaio__poller_forget(&ctx->poller);
 		fsaio__ra_fini(ctx);
-		free(ctx->pool.threads);
-		free(ctx->cq.ring);
-		for (unsigned i = 0; i < 1024; i++)
-			free(atomic_load(&ctx->fdt.chunks[i]));
+		fsaio__pool_forget(&ctx->pool);
+		fsaio__cq_forget(&ctx->cq);
+		fsaio__fdtable_forget(&ctx->fdt);
 		free(ctx);
 		errno = saved;
 		return 0;

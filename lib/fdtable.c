@@ -29,10 +29,15 @@ int fsaio__fdtable_init(struct fsaio__fdtable *t)
 	return 0;
 }
 
-void fsaio__fdtable_fini(struct fsaio__fdtable *t)
+void fsaio__fdtable_forget(struct fsaio__fdtable *t)
 {
 	for (unsigned i = 0; i < FDT_CHUNKS; i++)
 		free(atomic_load(&t->chunks[i]));
+}
+
+void fsaio__fdtable_fini(struct fsaio__fdtable *t)
+{
+	fsaio__fdtable_forget(t);
 	pthread_mutex_destroy(&t->lock);
 }
 
@@ -125,6 +130,39 @@ int fsaio__fd_get(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out)
 		return 0;
 	}
 	return fsaio__fd_refresh(ctx, fd, out);
+}
+
+int fsaio__fd_fit(struct fsaio_req *r, struct fsaio__fdinfo fi)
+{
+	bool seekable = fi.flags & FSAIO__FD_SEEKABLE;
+
+	if (fsaio__is_rw(r)) {
+		if (!(fi.flags & (fsaio__is_write(r) ? FSAIO__FD_WRITE : FSAIO__FD_READ)))
+			return -EBADF;
+		if (r->offset < 0 && seekable)
+			return -EINVAL;
+	}
+	r->method_ = fi.kind;
+	r->priv_[1] = (uint32_t)r->fd | (seekable ? 0 : FSAIO__P1_STREAM);
+	return 0;
+}
+
+int fsaio__fd_recheck(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo *fi)
+{
+	int ret = fsaio__fd_refresh(ctx, r->fd, fi);
+
+	return ret ? ret : fsaio__fd_fit(r, *fi);
+}
+
+bool fsaio__fd_changed(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo fi)
+{
+	struct fsaio__fdinfo now;
+
+	/* A failed refresh is a change too: the caller re-checks and fails. */
+	if (fsaio__fd_refresh(ctx, fd, &now))
+		return true;
+	return now.kind != fi.kind ||
+	       (now.flags & ~FSAIO__FD_LEARNT) != (fi.flags & ~FSAIO__FD_LEARNT);
 }
 
 void fsaio__fd_set(struct fsaio_ctx *ctx, int fd, uint32_t flags)

@@ -15,6 +15,7 @@
 #ifndef FSAIO_INTERNAL_H
 #define FSAIO_INTERNAL_H
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,6 +77,9 @@ enum {
 	/* Reads missed in a row since the last hit, saturating (a hint). */
 	FSAIO__FD_MISS_ONE = 1u << 12,
 	FSAIO__FD_MISS_MASK = 7u << 12,
+	/* What the engine learnt by using the fd, not by asking the kernel. */
+	FSAIO__FD_LEARNT = FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_NOWAIT_WBAD | FSAIO__FD_PROBE_NEXT |
+			   FSAIO__FD_ADV_RANDOM | FSAIO__FD_ADV_SEQ | FSAIO__FD_MISS_MASK,
 };
 
 struct fsaio__fdinfo {
@@ -155,7 +159,34 @@ struct fsaio__counters {
 	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
 };
 
+/* Inline completions of one submit call, posted together at its end. */
+#define FSAIO__BATCH 32
+struct fsaio__batch {
+	unsigned n;
+	struct fsaio_event ev[FSAIO__BATCH];
+};
+
+/*
+ * What the executors (pool.c, poller.c, uring.c) are given: the work they
+ * run and where they report, as a thread pool is given a job and a done
+ * function. They know nothing of methods or of the completion queue; ctx.c
+ * wires these once.
+ */
+struct fsaio__exec_ops {
+	/* Pool: carry r's remainder to its end with blocking calls; the res. */
+	int64_t (*run)(struct fsaio_ctx *ctx, struct fsaio_req *r);
+	/* Poller: non-blocking progress on r: its res, FSAIO__STEP_AGAIN or
+	 * FSAIO__STEP_POOL. */
+	int64_t (*step)(struct fsaio_ctx *ctx, struct fsaio_req *r);
+	/* r is finished with res (b: a batch the caller flushes, or NULL). */
+	void (*done)(struct fsaio_ctx *ctx, struct fsaio_req *r, int64_t res,
+		     struct fsaio__batch *b);
+	/* Ring, poller: only a blocking call will carry the rest of r. */
+	void (*punt)(struct fsaio_ctx *ctx, struct fsaio_req *r);
+};
+
 struct fsaio_ctx {
+	const struct fsaio__exec_ops *ops; /* immutable */
 	unsigned fork_gen;      /* immutable: fsaio__fork_gen at creation */
 	unsigned depth;         /* immutable */
 	uint32_t flags;         /* immutable: FSAIO_CTX_* */
@@ -175,24 +206,25 @@ struct fsaio_ctx {
 	struct fsaio__ra *ra;   /* readahead.c: immutable after create; its own locks */
 };
 
-/* Inline completions of one submit call, posted together at its end. */
-#define FSAIO__BATCH 32
-struct fsaio__batch {
-	unsigned n;
-	struct fsaio_event ev[FSAIO__BATCH];
-};
-
-/* ctx.c */
+/* fork.c */
 extern _Atomic unsigned fsaio__fork_gen;
 bool fsaio__ctx_ok(const struct fsaio_ctx *ctx);
 
-/* cq.c */
+/* cq.c: the completion queue, and turning progress and a final result
+ * into the event */
 int fsaio__cq_init(struct fsaio__cq *cq, unsigned size);
 void fsaio__cq_fini(struct fsaio__cq *cq);
+void fsaio__cq_forget(struct fsaio__cq *cq);        /* forked child: free only */
 void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n);
-
-/* completion: turn progress and a final result into the event (submit.c) */
-int64_t fsaio__result(const struct fsaio_req *req, int64_t err);
+/* The kernel's bytes_done rule: progress wins over a later error; only a
+ * request that did nothing reports the error. Cancel is the exception and
+ * reports -ECANCELED with the progress in res2 (fsaio__complete). */
+static inline int64_t fsaio__result(const struct fsaio_req *req, int64_t err)
+{
+	if (err < 0 && err != -ECANCELED && req->done_)
+		return (int64_t)req->done_;
+	return err;
+}
 void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 		     struct fsaio__batch *b);
 void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b);
@@ -245,30 +277,47 @@ enum {
 	/* 1u << 2 free: cancels are tracked in uring.c, not in the request */
 	FSAIO__P2_EFAULT_RETRY = 1u << 3, /* uring.c: resubmitted once after an -EFAULT */
 };
-/* The iovecs of what remains after req->done_; returns the count, fills *out
- * (pointing into tmp when a copy was needed); at most cap entries. */
+/* rw.c. The iovecs of what remains after req->done_; returns the count,
+ * fills *out (pointing into tmp when a copy was needed); at most cap entries. */
 int fsaio__iov_rest(const struct fsaio_req *r, struct iovec *tmp, int cap,
 		    const struct iovec **out);
 /* One preadv2/pwritev2 of the remainder; returns bytes or -errno. */
 ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, int flags);
 /* Blocking: run the remainder to completion, EOF or error; returns the event res. */
 int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
-/* A method's start() hands a request to the pool, or with the caller's
- * RWF_NOWAIT completes it with what was done or -EAGAIN. */
-/* The retry every method uses on a worker: fsync/fdatasync, poll(2), or
- * fsaio__rw_blocking (method_blocking.c). */
+/* Whatever the kind of file, with ordinary blocking calls: fsync/fdatasync,
+ * poll(2), or fsaio__rw_blocking. */
 int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
-void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
 /* Bind r to its file before it leaves the submitter: 0, or -errno (no
  * descriptor left) and r is unchanged. Idempotent. */
 int fsaio__bind(struct fsaio_req *r);
+
+/* carry.c: who carries what the submitter cannot finish. */
+uint32_t fsaio__backend_param(uint32_t param);      /* the param or FSAIO_BACKEND */
+/* A request that would block: the caller's RWF_NOWAIT answer, or the pool. */
+void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
+/* A buffered read or write that would block: RWF_NOWAIT answer, ring or pool. */
+void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
+/* Whether a miss of r would be carried by the ring (the backend's choice). */
+bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r);
 /* Run r to its end here, with blocking calls, and complete it: what the
  * submitter does when r cannot be bound for a hand-off. */
 void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
+int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r);   /* exec_ops.run */
+void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r);     /* exec_ops.punt */
 
 /* fdtable.c */
 int fsaio__fdtable_init(struct fsaio__fdtable *t);
 void fsaio__fdtable_fini(struct fsaio__fdtable *t);
+void fsaio__fdtable_forget(struct fsaio__fdtable *t); /* forked child: free only */
+/* Whether facts fi fit request r (access mode, offset on a seekable fd):
+ * 0 and r set to run on them (method, descriptor), or -EBADF / -EINVAL. */
+int fsaio__fd_fit(struct fsaio_req *r, struct fsaio__fdinfo fi);
+/* Learn r's fd again into *fi and fit r to it: the one re-check of every
+ * method's "the fd may name another file now". */
+int fsaio__fd_recheck(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo *fi);
+/* Whether fd's facts differ from fi now (learning them again). */
+bool fsaio__fd_changed(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo fi);
 int fsaio__fd_get(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out);
 int fsaio__fd_refresh(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out);
 void fsaio__fd_set(struct fsaio_ctx *ctx, int fd, uint32_t flags);
@@ -297,11 +346,6 @@ int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r);
 bool fsaio__uring_usable(struct fsaio_ctx *ctx);
 void fsaio__uring_stop(struct fsaio_ctx *ctx);      /* destroy: drain, join */
 void fsaio__uring_forget(struct fsaio_ctx *ctx);    /* forked child: free only */
-uint32_t fsaio__backend_param(uint32_t param);      /* the param or FSAIO_BACKEND */
-/* Whether a miss of r would be carried by the ring (the backend's choice). */
-bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r);
-/* A buffered read or write that would block: RWF_NOWAIT answer, ring or pool. */
-void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
 
 /* readahead.c */
 int fsaio__ra_init(struct fsaio_ctx *ctx);
@@ -334,6 +378,9 @@ void fsaio__poller_forget(struct fsaio__poller *pl); /* forked child: free only 
 #define FSAIO__STEP_AGAIN INT64_MIN             /* would block: wait for readiness */
 #define FSAIO__STEP_POOL (INT64_MIN + 1)        /* only a blocking call will do: a worker */
 int64_t fsaio__pollable_step(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* A method's start() that finds r's fd names another kind of file now,
+ * before any progress: submit checks it again and starts the right method. */
+#define FSAIO__RESTART 1
 
 /* pool.c */
 int fsaio__pool_init(struct fsaio__pool *p, unsigned max);
@@ -343,6 +390,7 @@ void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *job);
 int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *req);
 void fsaio__pool_stop(struct fsaio_ctx *ctx);
 void fsaio__pool_fini(struct fsaio__pool *p);
+void fsaio__pool_forget(struct fsaio__pool *p);     /* forked child: free only */
 unsigned fsaio__pool_snapshot(struct fsaio_ctx *ctx, unsigned *threads);
 /* Requests the pool runs or holds now, when no worker is idle; else 0. */
 unsigned fsaio__pool_busy(struct fsaio_ctx *ctx);

@@ -11,14 +11,14 @@
 #include "internal.h"
 
 struct fsaio__method {
-	const char *name;
 	/* In the submitter: go as far as possible without blocking, then
 	 * complete the request or hand it on. 0 once the request is accepted
-	 * (it will produce exactly one event), -errno to refuse it. */
+	 * (it will produce exactly one event), -errno to refuse it, or
+	 * FSAIO__RESTART before any progress when the fd names another kind
+	 * of file now. What reaches a worker is run by fsaio__retry_blocking,
+	 * whatever the method. */
 	int (*start)(struct fsaio_ctx *ctx, struct fsaio_req *req,
 		     struct fsaio__fdinfo fi, struct fsaio__batch *b);
-	/* On a worker: carry the remaining range to its end; returns the res. */
-	int64_t (*retry)(struct fsaio_ctx *ctx, struct fsaio_req *req);
 	/* Take back a WAITING request: 0 if it will complete with -ECANCELED,
 	 * -EBUSY if too late. NULL if the method never parks requests. */
 	int (*cancel)(struct fsaio_ctx *ctx, struct fsaio_req *req);

@@ -43,8 +43,6 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 }
 
 const struct fsaio__method fsaio__method_direct = {
-	.name = "direct",
 	.start = start,
-	.retry = fsaio__retry_blocking,
 	.cancel = fsaio__uring_cancel,
 };

@@ -45,30 +45,12 @@ static bool at_eof(const struct fsaio_req *r)
 }
 
 /* EBADF or ESPIPE before any progress: the fd number may now name another
- * file. Learn it again and, if it changed, let its own method start the
- * request (or refuse it at submit). False when the facts still hold and the
- * error is the request's. */
-static bool stale(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
-		  ssize_t n, struct fsaio__batch *b, int *ret)
+ * file. True when its facts changed (start again: FSAIO__RESTART); false
+ * when they still hold and the error is the request's. */
+static bool stale(struct fsaio_ctx *ctx, const struct fsaio_req *r, struct fsaio__fdinfo fi,
+		  ssize_t n)
 {
-	uint32_t need = fsaio__is_write(r) ? FSAIO__FD_WRITE : FSAIO__FD_READ;
-	struct fsaio__fdinfo now;
-
-	if ((n != -EBADF && n != -ESPIPE) || r->done_)
-		return false;
-	*ret = fsaio__fd_refresh(ctx, r->fd, &now);
-	if (*ret)
-		return true;
-	if (now.kind == fi.kind && now.flags == fi.flags)
-		return false;
-	if (!(now.flags & need) || (r->offset < 0) == !!(now.flags & FSAIO__FD_SEEKABLE)) {
-		*ret = !(now.flags & need) ? -EBADF : -EINVAL;
-		return true;
-	}
-	r->method_ = now.kind;
-	fsaio__set_stream(r, !(now.flags & FSAIO__FD_SEEKABLE));
-	*ret = fsaio__methods[now.kind]->start(ctx, r, now, b);
-	return true;
+	return (n == -EBADF || n == -ESPIPE) && !r->done_ && fsaio__fd_changed(ctx, r->fd, fi);
 }
 
 /*
@@ -141,10 +123,8 @@ static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		if (n == -EINTR)
 			continue;
 		if (n <= 0) {
-			int ret;
-
-			if (stale(ctx, r, fi, n, b, &ret))
-				return ret;
+			if (stale(ctx, r, fi, n))
+				return FSAIO__RESTART;
 			if (n < 0 && !r->done_) {
 				fsaio__complete(ctx, r, n, b);
 				return 0;
@@ -170,7 +150,6 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	bool write = fsaio__is_write(r);
 	uint32_t refused = write ? FSAIO__FD_NOWAIT_WBAD : FSAIO__FD_NOWAIT_RBAD;
 	struct iovec tmp[INLINE_IOV];
-	int ret;
 
 	if (!total) {
 		fsaio__complete(ctx, r, 0, b);
@@ -244,8 +223,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			fsaio__fd_set(ctx, r->fd, refused);
 			return start_resident(ctx, r, fi, b);
 		}
-		if (stale(ctx, r, fi, n, b, &ret))
-			return ret;
+		if (stale(ctx, r, fi, n))
+			return FSAIO__RESTART;
 		fsaio__complete(ctx, r, fsaio__result(r, n), b);
 		return 0;
 	}
@@ -265,8 +244,6 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 }
 
 const struct fsaio__method fsaio__method_file = {
-	.name = "file",
 	.start = start,
-	.retry = fsaio__retry_blocking,
 	.cancel = fsaio__uring_cancel,  /* misses carried by io_uring (uring.c) */
 };

@@ -221,31 +221,18 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 	struct iovec tmp[INLINE_IOV];
 	int64_t res = FSAIO__STEP_AGAIN;
 
-	(void)fi;
 	if (r->opcode == FSAIO_OP_POLL)
 		return start_poll(ctx, r, b);
 	if (!fsaio__is_rw(r)) {
 		fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: a worker */
 		return 0;
 	}
-	if (r->offset >= 0 && lseek(r->fd, 0, SEEK_CUR) >= 0) {
-		/* An offset, which a pipe or socket has no use for, on a fd
-		 * that seeks: the cached facts may be those of a closed fd
-		 * whose number now names a file. Learn them again; lseek is
-		 * the cheapest question (ESPIPE on pipes, sockets and ttys). */
-		struct fsaio__fdinfo now;
-		int ret = fsaio__fd_refresh(ctx, r->fd, &now);
-
-		if (ret)
-			return ret;
-		if (now.kind != FSAIO__KIND_POLLABLE) {
-			r->method_ = now.kind;
-			fsaio__set_stream(r, !(now.flags & FSAIO__FD_SEEKABLE));
-			if (!(now.flags & (fsaio__is_write(r) ? FSAIO__FD_WRITE : FSAIO__FD_READ)))
-				return -EBADF;
-			return fsaio__methods[now.kind]->start(ctx, r, now, b);
-		}
-	}
+	/* An offset, which a pipe or socket has no use for, on a fd that
+	 * seeks: the cached facts may be those of a closed fd whose number
+	 * now names a file (lseek is the cheapest question: ESPIPE on pipes,
+	 * sockets and ttys). */
+	if (r->offset >= 0 && lseek(r->fd, 0, SEEK_CUR) >= 0 && fsaio__fd_changed(ctx, r->fd, fi))
+		return FSAIO__RESTART;
 	if (!fsaio__total(r)) {
 		fsaio__complete(ctx, r, 0, b);
 		return 0;
@@ -281,8 +268,6 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 }
 
 const struct fsaio__method fsaio__method_pollable = {
-	.name = "pollable",
 	.start = start,
-	.retry = fsaio__retry_blocking,
 	.cancel = fsaio__poller_cancel,
 };

@@ -46,7 +46,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "method.h"
 
 #define POLLER_STACK (1u << 20)
 #define WAKE_KEY UINT64_MAX     /* epoll data of the stop eventfd; fds are >= 0 */
@@ -286,18 +285,12 @@ static void finish(struct fsaio_ctx *ctx, struct fsaio_req *done, struct fsaio_r
 	while ((r = done)) {
 		done = r->next_;
 		r->next_ = NULL;
-		fsaio__complete(ctx, r, (int64_t)r->priv_[3], b);
+		ctx->ops->done(ctx, r, (int64_t)r->priv_[3], b);
 	}
 	while ((r = pool)) {
 		pool = r->next_;
 		r->next_ = NULL;
-		/* A worker gets its own duplicate of the entry's file. */
-		int err = fsaio__bind(r);
-
-		if (err)
-			fsaio__complete(ctx, r, fsaio__result(r, err), b);
-		else
-			fsaio__pool_queue(ctx, r);
+		ctx->ops->punt(ctx, r);
 	}
 }
 
@@ -354,7 +347,7 @@ static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
 			 * while the lock is dropped for the call. */
 			fsaio__state_set(r, FSAIO__RUNNING);
 			pthread_mutex_unlock(&pl->lock);
-			res = fsaio__pollable_step(ctx, r);
+			res = ctx->ops->step(ctx, r);
 			FSAIO__INC(ctx, bytes_worker, r->done_ - before);
 			pthread_mutex_lock(&pl->lock);
 			if (res == FSAIO__STEP_AGAIN) {
@@ -541,7 +534,7 @@ int fsaio__poller_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	 * wake-up. */
 	pthread_mutex_unlock(&pl->lock);
 	if (!ret)
-		fsaio__complete(ctx, r, -ECANCELED, NULL);
+		ctx->ops->done(ctx, r, -ECANCELED, NULL);
 	if (dropped >= 0)
 		close(dropped);
 	return ret;
@@ -583,7 +576,7 @@ void fsaio__poller_stop(struct fsaio_ctx *ctx)
 	while ((r = all.head)) {
 		all.head = r->next_;
 		r->next_ = NULL;
-		fsaio__complete(ctx, r, -ECANCELED, NULL);
+		ctx->ops->done(ctx, r, -ECANCELED, NULL);
 	}
 }
 

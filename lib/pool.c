@@ -25,7 +25,6 @@
 #include <time.h>
 
 #include "internal.h"
-#include "method.h"
 
 #define WORKER_STACK (1u << 20)
 
@@ -43,6 +42,12 @@ int fsaio__pool_init(struct fsaio__pool *p, unsigned max)
 	pthread_cond_init(&p->work, &ca);
 	pthread_condattr_destroy(&ca);
 	return 0;
+}
+
+void fsaio__pool_forget(struct fsaio__pool *p)
+{
+	/* A forked child: the threads are the parent's, the lock may be held. */
+	free(p->threads);
 }
 
 void fsaio__pool_fini(struct fsaio__pool *p)
@@ -64,16 +69,6 @@ static void unlink_req(struct fsaio__pool *p, struct fsaio_req *r)
 		p->tail = r->prev_;
 	r->next_ = r->prev_ = NULL;
 	p->queued--;
-}
-
-static void run(struct fsaio_ctx *ctx, struct fsaio_req *r)
-{
-	const struct fsaio__method *m = fsaio__methods[r->method_];
-	uint64_t before = r->done_;
-	int64_t res = m->retry(ctx, r);
-
-	FSAIO__INC(ctx, bytes_worker, r->done_ - before);
-	fsaio__complete(ctx, r, res, NULL);
 }
 
 static void *worker(void *arg)
@@ -113,7 +108,7 @@ static void *worker(void *arg)
 		fsaio__state_set(r, FSAIO__RUNNING);
 		p->running++;
 		pthread_mutex_unlock(&p->lock);
-		run(ctx, r);
+		ctx->ops->done(ctx, r, ctx->ops->run(ctx, r), NULL);
 		pthread_mutex_lock(&p->lock);
 		p->running--;
 	}
@@ -176,7 +171,7 @@ void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (err)
-		fsaio__complete(ctx, r, fsaio__result(r, err), NULL);
+		ctx->ops->done(ctx, r, fsaio__result(r, err), NULL);
 }
 
 void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
@@ -216,9 +211,8 @@ int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		ret = 0;
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (!ret) {
-		fsaio__complete(ctx, r, -ECANCELED, NULL);
-	}
+	if (!ret)
+		ctx->ops->done(ctx, r, -ECANCELED, NULL);
 	return ret;
 }
 
@@ -251,7 +245,7 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 	while ((r = list)) {
 		list = r->next_;
 		r->next_ = r->prev_ = NULL;
-		fsaio__complete(ctx, r, -ECANCELED, NULL);
+		ctx->ops->done(ctx, r, -ECANCELED, NULL);
 	}
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(p->threads[i], NULL);

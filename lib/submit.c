@@ -31,169 +31,6 @@ const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX] = {
 	[FSAIO__KIND_BLOCKING] = &fsaio__method_blocking,
 };
 
-/* The kernel's bytes_done rule: progress wins over a later error; only a
- * request that did nothing reports the error. Cancel is the exception and
- * reports -ECANCELED with the progress in res2 (fsaio__complete). */
-int64_t fsaio__result(const struct fsaio_req *req, int64_t err)
-{
-	if (err < 0 && err != -ECANCELED && req->done_)
-		return (int64_t)req->done_;
-	return err;
-}
-
-void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b)
-{
-	fsaio__post(ctx, b->ev, b->n);
-	b->n = 0;
-}
-
-/* Post req's event (into b when the submitter batches). The request is the
- * caller's again once posted: nothing here touches it afterwards. */
-void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
-		     struct fsaio__batch *b)
-{
-	struct fsaio_event ev = {
-		.user_data = req->user_data,
-		.req = req,
-		.res = res,
-		.res2 = res == -ECANCELED ? (int64_t)req->done_ : 0,
-	};
-
-	if (res == -ECANCELED)
-		FSAIO__INC(ctx, cancelled, 1);
-	if (req->priv_[1] & FSAIO__P1_BOUND)
-		close(fsaio__fd(req));
-	fsaio__state_set(req, FSAIO__DONE);
-	if (b) {
-		b->ev[b->n++] = ev;
-		if (b->n == FSAIO__BATCH)
-			fsaio__batch_flush(ctx, b);
-	} else {
-		fsaio__post(ctx, &ev, 1);
-	}
-}
-
-int fsaio__iov_rest(const struct fsaio_req *r, struct iovec *tmp, int cap,
-		    const struct iovec **out)
-{
-	uint64_t skip = r->done_;
-	const struct iovec *iov;
-	int i, n, cnt;
-
-	if (!fsaio__is_vectored(r)) {
-		tmp[0].iov_base = (char *)r->buf + skip;
-		tmp[0].iov_len = (size_t)(r->len - skip);
-		*out = tmp;
-		return 1;
-	}
-	iov = r->iov;
-	cnt = (int)r->len;
-	if (!skip) {
-		*out = iov;
-		return cnt;
-	}
-	for (i = 0; i < cnt && skip >= iov[i].iov_len; i++)
-		skip -= iov[i].iov_len;
-	n = cnt - i < cap ? cnt - i : cap;
-	memcpy(tmp, iov + i, (size_t)n * sizeof(*tmp));
-	if (n) {
-		tmp[0].iov_base = (char *)tmp[0].iov_base + skip;
-		tmp[0].iov_len -= (size_t)skip;
-	}
-	*out = tmp;
-	return n;
-}
-
-ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, int flags)
-{
-	const struct iovec *iov;
-	int cnt = fsaio__iov_rest(r, tmp, cap, &iov);
-	off_t off = fsaio__is_stream(r) ? -1 : (off_t)(r->offset + (int64_t)r->done_);
-	ssize_t n;
-
-	/* The raw calls, not glibc's preadv2/pwritev2: those toggle the
-	 * thread's async-cancel state around every call (2.7% of the CPU of
-	 * hot 4 KiB reads in perf; the API calls run with cancellation
-	 * disabled anyway, fsaio__nocancel_begin). The offset goes as the
-	 * kernel's low and high words, as glibc passes it. */
-	n = syscall(fsaio__is_write(r) ? SYS_pwritev2 : SYS_preadv2, fsaio__fd(r), iov, cnt, (long)off,
-		    (long)((uint64_t)off >> 32), flags);
-	return n < 0 ? -errno : n;
-}
-
-/* A worker's loop over the remaining range: short counts and EINTR go round
- * again until the range is complete, EOF, or an error. On a pipe or socket
- * a read completes with what one call gave, as read(2) does, unless the
- * caller asked for FSAIO_REQ_FULL; an O_NONBLOCK one is waited on with
- * poll(2) rather than failed. */
-int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
-{
-	struct iovec tmp[FSAIO__IOV_MAX];
-	uint64_t total = fsaio__total(r);
-	int flags = r->rw_flags & ~RWF_NOWAIT;
-	bool stream = fsaio__is_stream(r);
-
-	while (r->done_ < total) {
-		ssize_t n = fsaio__rw_once(r, tmp, FSAIO__IOV_MAX, flags);
-
-		FSAIO__INC(ctx, retries, 1);
-		if (n == -EINTR)
-			continue;
-		if (n == -EAGAIN && stream) {
-			struct pollfd pfd = { fsaio__fd(r), fsaio__is_write(r) ? POLLOUT : POLLIN, 0 };
-
-			poll(&pfd, 1, -1);
-			continue;
-		}
-		if (n < 0)
-			return fsaio__result(r, n);
-		if (n == 0)
-			break;
-		r->done_ += (uint64_t)n;
-		if (stream && !fsaio__is_write(r) && !(r->flags & FSAIO_REQ_FULL))
-			break;
-	}
-	return (int64_t)r->done_;
-}
-
-int fsaio__bind(struct fsaio_req *r)
-{
-	int fd;
-
-	if (r->priv_[1] & FSAIO__P1_BOUND)
-		return 0;
-	fd = fcntl(fsaio__fd(r), F_DUPFD_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	r->priv_[1] = (r->priv_[1] & FSAIO__P1_STREAM) | FSAIO__P1_BOUND | (uint32_t)fd;
-	return 0;
-}
-
-void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
-{
-	uint64_t before = r->done_;
-	int64_t res = fsaio__retry_blocking(ctx, r);
-
-	FSAIO__INC(ctx, bytes_inline, r->done_ - before);
-	FSAIO__INC(ctx, completed_inline, 1);
-	fsaio__complete(ctx, r, res, b);
-}
-
-void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
-{
-	if (r->rw_flags & RWF_NOWAIT) {
-		fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
-		return;
-	}
-	if (fsaio__bind(r)) {
-		fsaio__run_here(ctx, r, b);
-		return;
-	}
-	if (r->done_)
-		FSAIO__INC(ctx, partial_inline, 1);
-	fsaio__pool_queue(ctx, r);
-}
-
 static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo *fi)
 {
 	uint64_t total = 0;
@@ -231,28 +68,35 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 		if (r->offset >= 0 && total > (uint64_t)(INT64_MAX - r->offset))
 			return -EINVAL;
 	}
+	r->priv_[0] = total;
 	ret = fsaio__fd_get(ctx, r->fd, fi);
 	if (ret)
 		return ret;
-	if (fsaio__is_rw(r)) {
-		uint32_t need = fsaio__is_write(r) ? FSAIO__FD_WRITE : FSAIO__FD_READ;
+	ret = fsaio__fd_fit(r, *fi);
+	/* The cached facts may belong to an fd number since reused. */
+	return ret ? fsaio__fd_recheck(ctx, r, fi) : 0;
+}
 
-		/* The cached facts may belong to an fd number since reused. */
-		bool seekable = fi->flags & FSAIO__FD_SEEKABLE;
+/* Hand r to the method of its fd's kind. A method that finds the fd names
+ * another kind of file now (FSAIO__RESTART, before any progress) has it
+ * checked again here and started by the right method. */
+static int dispatch(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+		    struct fsaio__batch *b)
+{
+	int ret, tries = 0;
 
-		if (!(fi->flags & need) || (r->offset < 0) == seekable) {
-			ret = fsaio__fd_refresh(ctx, r->fd, fi);
-			if (ret)
-				return ret;
-			if (!(fi->flags & need))
-				return -EBADF;
-			if (r->offset < 0 && (fi->flags & FSAIO__FD_SEEKABLE))
-				return -EINVAL;
-		}
+	for (;;) {
+		ret = fsaio__methods[fi.kind]->start(ctx, r, fi, b);
+		if (ret != FSAIO__RESTART)
+			return ret;
+		ret = fsaio__fd_recheck(ctx, r, &fi);
+		if (ret)
+			return ret;
+		/* A number replaced again and again: give up as the kernel
+		 * would on a closed fd. */
+		if (++tries == 3)
+			return -EBADF;
 	}
-	r->priv_[0] = total;
-	r->priv_[1] = (uint32_t)r->fd | (fi->flags & FSAIO__FD_SEEKABLE ? 0 : FSAIO__P1_STREAM);
-	return 0;
 }
 
 /* Reserve a completion slot: the queue depth bounds what is in flight. */
@@ -300,9 +144,8 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 		r->ctx_ = ctx;
 		r->done_ = 0;
 		r->next_ = r->prev_ = NULL;
-		r->method_ = fi.kind;
 		fsaio__state_set(r, FSAIO__INLINE);
-		ret = fsaio__methods[fi.kind]->start(ctx, r, fi, &b);
+		ret = dispatch(ctx, r, fi, &b);
 		if (ret) {
 			fsaio__state_set(r, FSAIO__IDLE);
 			atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_relaxed);

@@ -45,7 +45,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "method.h"
 
 /* ctx->uring markers: not real pointers. */
 #define URING_CREATING ((struct fsaio__uring *)(uintptr_t)1)
@@ -94,22 +93,6 @@ struct cancel_wait {
 
 /* Process-wide: 0 unknown, 1 io_uring_setup worked once, -1 denied. */
 static _Atomic int uring_sys;
-
-uint32_t fsaio__backend_param(uint32_t param)
-{
-	const char *e;
-
-	if (param != FSAIO_BACKEND_AUTO)
-		return param;
-	e = getenv("FSAIO_BACKEND");
-	if (!e)
-		return FSAIO_BACKEND_AUTO;
-	if (!strcmp(e, "threads"))
-		return FSAIO_BACKEND_THREADS;
-	if (!strcmp(e, "uring"))
-		return FSAIO_BACKEND_URING;
-	return FSAIO_BACKEND_AUTO;
-}
 
 static bool sysctl_disabled(void)
 {
@@ -352,7 +335,7 @@ static void finish(struct fsaio__uring *u, struct fsaio_req *r, int64_t res,
 	release_slot(u, slot_of(r));
 	r->priv_[3] = 0;
 	atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-	fsaio__complete(u->ctx, r, res, b);
+	u->ctx->ops->done(u->ctx, r, res, b);
 }
 
 /* One CQE of a request: continue, or complete. Runs on the thread. */
@@ -406,7 +389,7 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			/* The ring refused the remainder: the pool carries it
 			 * (r holds a duplicate fd). */
 			atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-			fsaio__pool_queue(ctx, r);
+			ctx->ops->punt(ctx, r);
 		} else {
 			/* Only the ring holds r's file: what was done, or why not. */
 			finish(u, r, fsaio__result(r, ret), b);
@@ -698,50 +681,4 @@ void fsaio__uring_forget(struct fsaio_ctx *ctx)
 	io_uring_queue_exit(&u->ring);
 	free_slots(u);
 	free(u);
-}
-
-/* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
- * per inode); read misses under AUTO_RING_MAX to the ring, where a small
- * miss costs a third of the CPU of a parked thread; larger ones to the pool,
- * which moved them faster (docs/design-notes.md). */
-#define AUTO_RING_MAX (16u * 1024)
-
-static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
-{
-	return !fsaio__is_write(r) && fsaio__total(r) - r->done_ < AUTO_RING_MAX &&
-	       fsaio__uring_usable(ctx);
-}
-
-bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
-{
-	switch (ctx->backend) {
-	case FSAIO_BACKEND_URING:
-		return fsaio__uring_usable(ctx);
-	case FSAIO_BACKEND_THREADS:
-		return false;
-	default:
-		return auto_uring(ctx, r);
-	}
-}
-
-void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
-{
-	if (r->priv_[2] & FSAIO__P2_SEQ)
-		fsaio__stream_miss(ctx, r);
-	if (r->rw_flags & RWF_NOWAIT) {
-		fsaio__handoff(ctx, r, b);
-		return;
-	}
-	if (fsaio__miss_to_ring(ctx, r)) {
-		/* r may be complete and reused once queued: read done_ first. */
-		bool partial = r->done_ != 0;
-
-		if (fsaio__uring_queue(ctx, r, b != NULL) == 0) {
-			if (partial)
-				FSAIO__INC(ctx, partial_inline, 1);
-			return;
-		}
-	}
-	fsaio__ra_upfront(ctx, r);
-	fsaio__handoff(ctx, r, b);
 }

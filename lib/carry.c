@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: who carries a request that cannot complete in the submitter.
+ *
+ * One home for that decision: the caller's RWF_NOWAIT ends it with what was
+ * done or -EAGAIN; a buffered read miss goes to the io_uring ring or the
+ * worker pool as miss_backend (FSAIO_BACKEND) says; everything else that
+ * would block goes to the pool, bound to its file first (fsaio__bind), or
+ * is run here when no descriptor is left for that. Also the work and the
+ * hand-off the executors are given (ctx.c wires them): they know nothing
+ * of methods or of the completion queue.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+uint32_t fsaio__backend_param(uint32_t param)
+{
+	const char *e;
+
+	if (param != FSAIO_BACKEND_AUTO)
+		return param;
+	e = getenv("FSAIO_BACKEND");
+	if (!e)
+		return FSAIO_BACKEND_AUTO;
+	if (!strcmp(e, "threads"))
+		return FSAIO_BACKEND_THREADS;
+	if (!strcmp(e, "uring"))
+		return FSAIO_BACKEND_URING;
+	return FSAIO_BACKEND_AUTO;
+}
+
+void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+{
+	uint64_t before = r->done_;
+	int64_t res = fsaio__retry_blocking(ctx, r);
+
+	FSAIO__INC(ctx, bytes_inline, r->done_ - before);
+	FSAIO__INC(ctx, completed_inline, 1);
+	fsaio__complete(ctx, r, res, b);
+}
+
+void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+{
+	if (r->rw_flags & RWF_NOWAIT) {
+		fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
+		return;
+	}
+	if (fsaio__bind(r)) {
+		fsaio__run_here(ctx, r, b);
+		return;
+	}
+	if (r->done_)
+		FSAIO__INC(ctx, partial_inline, 1);
+	fsaio__pool_queue(ctx, r);
+}
+
+/* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
+ * per inode); read misses under AUTO_RING_MAX to the ring, where a small
+ * miss costs a third of the CPU of a parked thread; larger ones to the pool,
+ * which moved them faster (docs/design-notes.md). */
+#define AUTO_RING_MAX (16u * 1024)
+
+static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
+{
+	return !fsaio__is_write(r) && fsaio__total(r) - r->done_ < AUTO_RING_MAX &&
+	       fsaio__uring_usable(ctx);
+}
+
+bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
+{
+	switch (ctx->backend) {
+	case FSAIO_BACKEND_URING:
+		return fsaio__uring_usable(ctx);
+	case FSAIO_BACKEND_THREADS:
+		return false;
+	default:
+		return auto_uring(ctx, r);
+	}
+}
+
+void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+{
+	if (r->priv_[2] & FSAIO__P2_SEQ)
+		fsaio__stream_miss(ctx, r);
+	if (r->rw_flags & RWF_NOWAIT) {
+		fsaio__handoff(ctx, r, b);
+		return;
+	}
+	if (fsaio__miss_to_ring(ctx, r)) {
+		/* r may be complete and reused once queued: read done_ first. */
+		bool partial = r->done_ != 0;
+
+		if (fsaio__uring_queue(ctx, r, b != NULL) == 0) {
+			if (partial)
+				FSAIO__INC(ctx, partial_inline, 1);
+			return;
+		}
+	}
+	fsaio__ra_upfront(ctx, r);
+	fsaio__handoff(ctx, r, b);
+}
+
+/* The pool's work: carry r's remainder to its end with blocking calls. */
+int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	uint64_t before = r->done_;
+	int64_t res = fsaio__retry_blocking(ctx, r);
+
+	FSAIO__INC(ctx, bytes_worker, r->done_ - before);
+	return res;
+}
+
+/* The ring or the poller cannot go on with r: a worker carries the rest,
+ * on r's own descriptor; with none to be had, r ends with the error. */
+void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	int err = fsaio__bind(r);
+
+	if (err)
+		fsaio__complete(ctx, r, fsaio__result(r, err), NULL);
+	else
+		fsaio__pool_queue(ctx, r);
+}
