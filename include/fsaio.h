@@ -104,11 +104,14 @@ struct fsaio_req {
 	/* Private to the engine: zeroed by the prep helpers, never read by the caller. */
 	struct fsaio_req *next_;
 	struct fsaio_req *prev_;
-	void *ctx_;
+	void *ctx_;             /* the context it was submitted to */
 	uint64_t done_;         /* bytes already transferred (the kernel's bytes_done) */
-	uint32_t state_;        /* atomic; enum fsaio__state in lib/internal.h */
-	uint32_t method_;
-	uint64_t priv_[4];      /* per-method scratch */
+	uint32_t state_;        /* atomic: who owns it now */
+	uint32_t method_;       /* the method of its fd's kind of file */
+	uint64_t total_;        /* bytes of the read or write */
+	uint64_t run_fd_;       /* the descriptor it runs on, and how */
+	uint64_t hints_;        /* what the engine noted about it on its way */
+	uint64_t exec_;         /* its executor's word */
 };
 
 /* One completion; the layout of the kernel's struct io_event (32 bytes). */

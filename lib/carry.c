@@ -83,7 +83,7 @@ bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 
 void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
 {
-	if (r->priv_[2] & FSAIO__P2_SEQ)
+	if (r->hints_ & FSAIO__HINT_SEQ)
 		fsaio__stream_miss(ctx, r);
 	if (r->rw_flags & RWF_NOWAIT) {
 		fsaio__handoff(ctx, r, b);

@@ -133,7 +133,7 @@ void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 
 	if (res == -ECANCELED)
 		FSAIO__INC(ctx, cancelled, 1);
-	if (req->priv_[1] & FSAIO__P1_BOUND)
+	if (req->run_fd_ & FSAIO__RUN_BOUND)
 		close(fsaio__fd(req));
 	fsaio__state_set(req, FSAIO__DONE);
 	if (b) {

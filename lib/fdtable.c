@@ -143,7 +143,7 @@ int fsaio__fd_fit(struct fsaio_req *r, struct fsaio__fdinfo fi)
 			return -EINVAL;
 	}
 	r->method_ = fi.kind;
-	r->priv_[1] = (uint32_t)r->fd | (seekable ? 0 : FSAIO__P1_STREAM);
+	r->run_fd_ = (uint32_t)r->fd | (seekable ? 0 : FSAIO__RUN_STREAM);
 	return 0;
 }
 

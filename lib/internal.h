@@ -3,14 +3,11 @@
  * Private structures shared by the engine's files.
  *
  * Threads: any number of caller threads submit and reap on one context at
- * once; worker threads (pool.c) run retries. Lock order, outer first:
- *   pool.lock -> cq.lock
- * (cancel holds pool.lock while it completes a request; nothing takes
- * pool.lock while holding cq.lock). fdtable.lock is a leaf. poller.lock
- * (poller.c) is a leaf too: the poller completes requests and hands them
- * to the pool only after releasing it. uring.sq_lock (uring.c), the
- * readahead slot locks and ra.up_lock (readahead.c) are leaves as well:
- * completions, pool_queue and pool_job are called after they are dropped.
+ * once; the executors' threads (pool.c, poller.c, uring.c) run the rest.
+ * Every lock of the engine is a leaf: none is taken while another is held
+ * (pool.lock, cq.lock, fdtable.lock, poller.lock, the ring's sq_lock, the
+ * readahead locks); completions and hand-offs are made after a lock is
+ * released. Each shared field names its lock or atomic rule.
  */
 #ifndef FSAIO_INTERNAL_H
 #define FSAIO_INTERNAL_H
@@ -242,40 +239,41 @@ static inline bool fsaio__is_rw(const struct fsaio_req *r)
 {
 	return r->opcode >= FSAIO_OP_PREAD && r->opcode <= FSAIO_OP_PWRITEV;
 }
-/* Total bytes of a read or write, computed once at submit (priv_[0]). */
-static inline uint64_t fsaio__total(const struct fsaio_req *r) { return r->priv_[0]; }
+/* Total bytes of a read or write, computed once at submit (total_). */
+static inline uint64_t fsaio__total(const struct fsaio_req *r) { return r->total_; }
 /* FSAIO_OP_POLL on a regular file: always ready, as poll(2) says of one. */
 static inline int64_t fsaio__file_revents(const struct fsaio_req *r)
 {
 	return (int64_t)(r->len & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM));
 }
 /*
- * priv_[1]: the descriptor the engine runs the request on, in the low 32
+ * run_fd_: the descriptor the engine runs the request on, in the low 32
  * bits, and two flags above. A request handed on from the submitter holds a
- * duplicate of the caller's fd (FSAIO__P1_BOUND), taken before fsaio_submit
+ * duplicate of the caller's fd (FSAIO__RUN_BOUND), taken before fsaio_submit
  * returns and closed at its completion, so it stays bound to the file it
  * named at submit, as the kernel's AIO holds a file reference, whatever the
  * caller later does with that fd number.
  */
-#define FSAIO__P1_STREAM (1ull << 32)   /* no file position to honour (pipes, sockets) */
-#define FSAIO__P1_BOUND (1ull << 33)    /* the low bits are the engine's own duplicate */
+#define FSAIO__RUN_STREAM (1ull << 32)   /* no file position to honour (pipes, sockets) */
+#define FSAIO__RUN_BOUND (1ull << 33)    /* the low bits are the engine's own duplicate */
 static inline bool fsaio__is_stream(const struct fsaio_req *r)
 {
-	return r->priv_[1] & FSAIO__P1_STREAM;
+	return r->run_fd_ & FSAIO__RUN_STREAM;
 }
-static inline int fsaio__fd(const struct fsaio_req *r) { return (int)(uint32_t)r->priv_[1]; }
+static inline int fsaio__fd(const struct fsaio_req *r) { return (int)(uint32_t)r->run_fd_; }
 static inline void fsaio__set_stream(struct fsaio_req *r, bool stream)
 {
-	r->priv_[1] = (r->priv_[1] & ~FSAIO__P1_STREAM) | (stream ? FSAIO__P1_STREAM : 0);
+	r->run_fd_ = (r->run_fd_ & ~FSAIO__RUN_STREAM) | (stream ? FSAIO__RUN_STREAM : 0);
 }
-/* priv_[2] of FILE and DIRECT requests: FSAIO__P2_* flags, written by whoever
- * owns the request at the time (state_ hands it over with release/acquire);
- * priv_[3] is free. */
+/* hints_ of FILE and DIRECT requests: FSAIO__HINT_* flags, written by
+ * whoever owns the request at the time (state_ hands it over with
+ * release/acquire). exec_ belongs to the executor that holds the request:
+ * the ring's fixed-file slot, or the poller's result for its completion. */
 enum {
-	FSAIO__P2_SEQ = 1u << 0,        /* part of a sequential stream (readahead.c) */
-	FSAIO__P2_KERNEL_RA = 1u << 1,  /* a NOWAIT miss already started readahead */
+	FSAIO__HINT_SEQ = 1u << 0,        /* part of a sequential stream (readahead.c) */
+	FSAIO__HINT_KERNEL_RA = 1u << 1,  /* a NOWAIT miss already started readahead */
 	/* 1u << 2 free: cancels are tracked in uring.c, not in the request */
-	FSAIO__P2_EFAULT_RETRY = 1u << 3, /* uring.c: resubmitted once after an -EFAULT */
+	FSAIO__HINT_EFAULT_RETRY = 1u << 3, /* uring.c: resubmitted once after an -EFAULT */
 };
 /* rw.c. The iovecs of what remains after req->done_; returns the count,
  * fills *out (pointing into tmp when a copy was needed); at most cap entries. */

@@ -11,7 +11,7 @@
 #include "internal.h"
 #include "method.h"
 
-static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+static int blocking_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		 struct fsaio__batch *b)
 {
 	(void)fi;
@@ -23,6 +23,6 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 }
 
 const struct fsaio__method fsaio__method_blocking = {
-	.start = start,
+	.start = blocking_start,
 	.cancel = NULL,
 };

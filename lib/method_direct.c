@@ -23,7 +23,7 @@
 #include "internal.h"
 #include "method.h"
 
-static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+static int direct_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		 struct fsaio__batch *b)
 {
 	(void)fi;
@@ -35,7 +35,7 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 		fsaio__complete(ctx, r, 0, b);
 		return 0;
 	}
-	r->priv_[2] = 0;
+	r->hints_ = 0;
 	if (fsaio__uring_queue(ctx, r, true) == 0)
 		return 0;
 	fsaio__handoff(ctx, r, b);
@@ -43,6 +43,6 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 }
 
 const struct fsaio__method fsaio__method_direct = {
-	.start = start,
+	.start = direct_start,
 	.cancel = fsaio__uring_cancel,
 };

@@ -156,7 +156,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		return 0;
 	}
 	if (write)
-		r->priv_[2] = 0;
+		r->hints_ = 0;
 	else
 		fsaio__stream_enter(ctx, r, fi);
 	if (ctx->flags & FSAIO_CTX_NO_INLINE) {
@@ -213,7 +213,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		if (n == 0 || n == -EAGAIN) {
 			fsaio__fd_missed(ctx, r->fd, fi);
 			/* The NOWAIT miss started readahead of the range itself. */
-			r->priv_[2] |= FSAIO__P2_KERNEL_RA;
+			r->hints_ |= FSAIO__HINT_KERNEL_RA;
 			fsaio__miss(ctx, r, b);
 			return 0;
 		}
@@ -230,7 +230,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	}
 }
 
-static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		 struct fsaio__batch *b)
 {
 	if (fsaio__is_rw(r))
@@ -244,6 +244,6 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 }
 
 const struct fsaio__method fsaio__method_file = {
-	.start = start,
+	.start = file_start,
 	.cancel = fsaio__uring_cancel,  /* misses carried by io_uring (uring.c) */
 };

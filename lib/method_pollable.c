@@ -3,58 +3,31 @@
  * DESIGN: the retry method of pollable fds (pipes, FIFOs, sockets, ttys,
  * eventfds, other character devices): the 2004 patchset's AIO for pipes.
  * A request is carried by non-blocking calls only, first in the submitter,
- * then by the poller thread (poller.c) each time its fd becomes ready, so a
- * waiting request holds no thread: a thousand pending pipe reads cost a
- * thousand list entries and one thread per context.
+ * then by the poller thread (poller.c) each time its file becomes ready,
+ * so a waiting request holds no thread.
  *
- * A call is made non-blocking without touching the caller's fd: O_NONBLOCK
- * belongs to the open file description, shared with every dup and with
- * other processes, so setting it would change the caller's fd behind its
- * back. In order of preference:
- *  1. preadv2/pwritev2 with RWF_NOWAIT and offset -1, per call: pipes,
- *     sockets, eventfd, timerfd on 6.18.
- *  2. Where that is refused (EOPNOTSUPP, remembered per fd: FIFOs opened by
- *     name, ttys, most character devices) and the fd is O_NONBLOCK (looked
- *     at before every call: the caller may change it), a plain call.
- *  3. A blocking FIFO is a pipe, and splice takes SPLICE_F_NONBLOCK per
- *     call: reads by vmsplice() out of it when it is open read-only (on a fd
- *     open for writing vmsplice would write instead); writes, in the poller,
- *     by copying into the poller's private pipe and splicing from there, so
- *     the caller's buffer is not referenced after the event (vmsplice into
- *     the FIFO would lend it the caller's pages).
- *  4. Anything else (a blocking tty): the submitter reads only after
- *     poll(.., 0) said it may (another reader of the same fd outside this
- *     library could still take the bytes first and make it wait, as it
- *     would a read(2)); the poller never calls it: it waits for readiness
- *     and hands the request to a worker.
+ * A call is made non-blocking without touching the caller's O_NONBLOCK
+ * (it belongs to the open file description, shared with every dup). In
+ * order of preference: preadv2/pwritev2 with RWF_NOWAIT (pipes, sockets,
+ * eventfd); where that is refused (remembered per fd) and the fd is
+ * O_NONBLOCK, a plain call; a blocking FIFO through splice with
+ * SPLICE_F_NONBLOCK (reads by vmsplice when open read-only; writes, in the
+ * poller, copied into its private pipe first, so the caller's pages are
+ * not lent to the FIFO); anything else (a blocking tty) is read in the
+ * submitter only after poll(.., 0) said so, and handed to a worker by the
+ * poller once ready.
  *
- * Completion rules, those of read(2) and write(2):
- *  - a read completes with what is there once at least one byte arrived;
- *    with FSAIO_REQ_FULL only when its whole range is filled;
- *  - a write completes when all of it is written, in as many rounds as the
- *    pipe or socket buffer needs;
- *  - end of file (a read giving 0: no writer left, the peer shut down)
- *    completes with the bytes done so far, possibly 0;
- *  - an error completes with the bytes done if any, else -errno. A write
- *    without readers gives -EPIPE; SIGPIPE is raised only when the call was
- *    made in the submitting thread, as write(2) would raise it; the poller
- *    thread blocks it;
- *  - the caller's RWF_NOWAIT: one attempt, then the bytes done or -EAGAIN;
- *  - offsets are ignored: these fds have no position to honour;
- *  - FSAIO_OP_POLL: res is the revents poll(2) would give (the events asked
- *    for, POLLERR, POLLHUP, POLLNVAL), waited for in the poller as well;
- *    -EPERM if the fd is not ready and epoll cannot watch it.
- * Requests on one fd wait in FIFO order per direction, and a submitter that
- * finds requests of its direction waiting queues behind them without
- * trying, so one thread's requests consume and produce bytes in submission
- * order (several submitting threads race as read(2) callers do).
- * Cancel takes a WAITING request off its list: -ECANCELED, res2 the bytes
- * done; -EBUSY while the poller runs it. A fd closed while requests wait on
- * it leaves them waiting (epoll forgets a closed file) until they are
- * cancelled or the context is destroyed: close only after the events.
- *
- * priv_[3] carries a finished request's res from the poller's lock to its
- * completion; priv_[2] is unused.
+ * Completion follows read(2) and write(2) (fsaio.h: FSAIO_REQ_FULL): a read
+ * completes with what is there once a byte arrived, a write when all of it
+ * is written; EOF and errors with the bytes done, else -errno (-EPIPE;
+ * SIGPIPE only from the submitting thread); the caller's RWF_NOWAIT makes
+ * one attempt; offsets are ignored; FSAIO_OP_POLL gives poll(2)'s revents
+ * (-EPERM when the fd is not ready and epoll cannot watch it). A submitter
+ * that finds requests of its direction waiting on the file queues behind
+ * them, so one thread's requests move bytes in submission order. A
+ * parked request is bound to its file (poller_table.c), closed fd or not.
+ * exec_ carries a finished request's res from the poller's lock to its
+ * completion.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -215,7 +188,7 @@ static int start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 	return 0;
 }
 
-static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		 struct fsaio__batch *b)
 {
 	struct iovec tmp[INLINE_IOV];
@@ -268,6 +241,6 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 }
 
 const struct fsaio__method fsaio__method_pollable = {
-	.start = start,
+	.start = pollable_start,
 	.cancel = fsaio__poller_cancel,
 };

@@ -4,32 +4,29 @@
  * wait without holding a thread: the 2004 patchset's wake-up function that
  * restarted a pipe request when its wait queue woke, done in user space.
  *
- * Owns: one epoll set, one thread (fsaio-poll, started with every signal
- * blocked on the first request that has to wait), and per fd number three
- * FIFOs of parked requests linked through req->next_/prev_: reads, writes
- * and POLL ops. A fd is registered EPOLLONESHOT for the union of what its
- * lists wait for. When it fires, the thread answers the POLL ops with one
- * poll(.., 0), then retries the head of the read list and of the write
- * list with non-blocking calls (fsaio__pollable_step in method_pollable.c)
- * until one would block, and arms the fd again for what is left. The thread never makes a blocking call: a request that cannot go
- * on without one is handed to the pool.
+ * Owns: one epoll set, one thread (fsaio-poll, every signal blocked,
+ * started when a request first has to wait), and per open file an entry
+ * (poller_table.c) with three FIFOs of parked requests linked through
+ * req->next_/prev_: reads, writes and POLL ops, registered EPOLLONESHOT for
+ * the union of what they wait for. When it fires, the thread answers the
+ * POLL ops with one poll(.., 0), retries the heads of the read and write
+ * lists with the step it was given (exec_ops.step) until one would block,
+ * and arms the file again for what is left. It never makes a blocking
+ * call: a request that needs one is punted to a worker (exec_ops.punt).
  *
- * Lock: poller.lock guards the fd table, the lists, armed/registered and
- * the state of a parked request (WAITING <-> RUNNING, and off a list). It is
- * a leaf: completions and hand-offs to the pool happen after it is released;
- * under it run only epoll_ctl, poll(.., 0) and the thread's creation.
+ * Lock: poller.lock guards the tables, the lists, armed/registered and a
+ * parked request's state (WAITING <-> RUNNING, off a list). A leaf:
+ * completions and punts happen after it is released, and so do closes.
  *
  * Invariants, under poller.lock: a request is on a list iff it is WAITING,
  * or RUNNING at the head of its list while the thread retries it with the
- * lock dropped (cancel answers -EBUSY then). A submitter that finds its
- * direction's list non-empty queues behind it without trying, so one fd's
- * bytes are consumed and produced in submission order. A fd with a
- * non-empty list is armed in the kernel for what its lists wait for, or
- * has an event on its way to the thread, which looks at every list of the
- * fd and arms it again before letting go of the lock: no wake-up is lost.
+ * lock dropped (cancel answers -EBUSY then). An entry with a non-empty list
+ * is armed for what its lists wait for, or has an event on its way to the
+ * thread, which looks at every list and arms again before letting go of
+ * the lock: no wake-up is lost. An entry with empty lists is dropped.
  *
- * Destroy joins the thread first, then completes every parked request with
- * -ECANCELED. A forked child frees memory and closes its copies of the fds.
+ * Destroy joins the thread, then completes every parked request with
+ * -ECANCELED. A forked child frees memory and closes its copies.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,33 +36,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <linux/kcmp.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "poller.h"
 
 #define POLLER_STACK (1u << 20)
 #define WAKE_KEY UINT64_MAX     /* epoll data of the stop eventfd; fds are >= 0 */
 #define EVENTS_PER_WAIT 64
-
-enum { DIR_READ, DIR_WRITE, DIR_POLL, NDIR };
-
-/* The parked requests of one open file; all fields under poller.lock. */
-struct fsaio__pfd {
-	struct fsaio_req *head[NDIR], *tail[NDIR];
-	int fd;                 /* the engine's duplicate of the caller's fd:
-				 * the file the requests are bound to, the
-				 * epoll key, and what the poller calls on */
-	int alias;              /* the caller's fd number it was made for;
-				 * -1 once that number names another file */
-	uint32_t armed_ev;      /* epoll events of the last arm */
-	bool armed;             /* armed and not yet reported to the thread */
-	bool registered;        /* added to the epoll set (it may have dropped
-				 * it since: a close removes a file) */
-};
 
 static int dir_of(const struct fsaio_req *r)
 {
@@ -98,111 +77,10 @@ void fsaio__poller_init(struct fsaio__poller *pl)
 	pl->spl[0] = pl->spl[1] = -1;
 }
 
-/* The entry whose duplicate is fd (the epoll key). */
-static struct fsaio__pfd *lookup(struct fsaio__poller *pl, int fd)
-{
-	return (unsigned)fd < pl->nfds ? pl->fds[fd] : NULL;
-}
-
-/* The entry last made for the caller's fd number. */
-static struct fsaio__pfd *lookup_alias(struct fsaio__poller *pl, int fd)
-{
-	return (unsigned)fd < pl->nalias ? pl->alias[fd] : NULL;
-}
-
-/* tab[fd] of a table grown on demand: NULL when memory is short. */
-static struct fsaio__pfd **cell(struct fsaio__pfd ***tab, unsigned *len, int fd)
-{
-	if ((unsigned)fd >= *len) {
-		size_t n = *len ? *len : 64;
-		struct fsaio__pfd **t;
-
-		while (n <= (unsigned)fd)
-			n *= 2;
-		t = realloc(*tab, n * sizeof(*t));
-		if (!t)
-			return NULL;
-		memset(t + *len, 0, (n - *len) * sizeof(*t));
-		*tab = t;
-		*len = (unsigned)n;
-	}
-	return &(*tab)[fd];
-}
-
-/* Whether fds a and b are the same open file: kcmp, or where it is denied
- * (seccomp profiles), the same inode. */
-static bool same_file(int a, int b)
-{
-	pid_t pid = getpid();
-	struct stat sa, sb;
-	long r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
-
-	if (r >= 0)
-		return r == 0;
-	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
-	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && sa.st_rdev == sb.st_rdev;
-}
-
-/* The entry for the file r's fd names now: the one made for that number
- * while it still names the same file, else a new one holding a duplicate.
- * NULL and *err set when no descriptor or memory is left. */
-static struct fsaio__pfd *entry_for(struct fsaio__poller *pl, const struct fsaio_req *r, int *err)
-{
-	struct fsaio__pfd *p = lookup_alias(pl, r->fd), **key, **alias;
-	int dupfd;
-
-	if (p && same_file(r->fd, p->fd))
-		return p;
-	if (p) {
-		/* The number was given to another file: p keeps its waiters. */
-		p->alias = -1;
-		pl->alias[r->fd] = NULL;
-	}
-	alias = cell(&pl->alias, &pl->nalias, r->fd);
-	dupfd = alias ? fcntl(r->fd, F_DUPFD_CLOEXEC, 0) : -1;
-	if (dupfd < 0) {
-		*err = alias ? -errno : -ENOMEM;
-		return NULL;
-	}
-	key = cell(&pl->fds, &pl->nfds, dupfd);
-	p = key ? calloc(1, sizeof(*p)) : NULL;
-	if (!p) {
-		close(dupfd);
-		*err = -ENOMEM;
-		return NULL;
-	}
-	p->fd = dupfd;
-	p->alias = r->fd;
-	*key = p;
-	*alias = p;
-	return p;
-}
-
-static bool idle(const struct fsaio__pfd *p)
-{
-	return !p->head[DIR_READ] && !p->head[DIR_WRITE] && !p->head[DIR_POLL];
-}
-
-/* Drop an entry with no waiters: out of epoll and the tables. Its duplicate
- * is returned to be closed once poller.lock is released (closing the last
- * reference of a socket may block). */
-static int drop(struct fsaio__poller *pl, struct fsaio__pfd *p)
-{
-	int fd = p->fd;
-
-	if (p->registered)
-		(void)epoll_ctl(pl->epfd, EPOLL_CTL_DEL, fd, NULL);
-	pl->fds[fd] = NULL;
-	if (p->alias >= 0 && pl->alias[p->alias] == p)
-		pl->alias[p->alias] = NULL;
-	free(p);
-	return fd;
-}
-
 /* The descriptor r runs on: the entry's while parked, else the caller's. */
 static void run_on(struct fsaio_req *r, int fd)
 {
-	r->priv_[1] = (r->priv_[1] & FSAIO__P1_STREAM) | (uint32_t)fd;
+	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_STREAM) | (uint32_t)fd;
 }
 
 static void push(struct fsaio__pfd *p, int d, struct fsaio_req *r)
@@ -216,7 +94,7 @@ static void push(struct fsaio__pfd *p, int d, struct fsaio_req *r)
 	p->tail[d] = r;
 }
 
-static void unlink_req(struct fsaio__pfd *p, int d, struct fsaio_req *r)
+static void list_unlink(struct fsaio__pfd *p, int d, struct fsaio_req *r)
 {
 	if (r->prev_)
 		r->prev_->next_ = r->next_;
@@ -275,7 +153,7 @@ static int arm(struct fsaio__poller *pl, struct fsaio__pfd *p, int fd)
 	return 0;
 }
 
-/* Complete the chain's requests with the result each holds in priv_[3],
+/* Complete the chain's requests with the result each holds in exec_,
  * hand the pool chain to the workers; poller.lock not held. */
 static void finish(struct fsaio_ctx *ctx, struct fsaio_req *done, struct fsaio_req *pool,
 		   struct fsaio__batch *b)
@@ -285,7 +163,7 @@ static void finish(struct fsaio_ctx *ctx, struct fsaio_req *done, struct fsaio_r
 	while ((r = done)) {
 		done = r->next_;
 		r->next_ = NULL;
-		ctx->ops->done(ctx, r, (int64_t)r->priv_[3], b);
+		ctx->ops->done(ctx, r, (int64_t)r->exec_, b);
 	}
 	while ((r = pool)) {
 		pool = r->next_;
@@ -311,9 +189,9 @@ static void answer_polls(struct fsaio__pfd *p, int fd, struct chain *done)
 		next = r->next_;
 		if (!got)
 			continue;
-		unlink_req(p, DIR_POLL, r);
+		list_unlink(p, DIR_POLL, r);
 		fsaio__state_set(r, FSAIO__RUNNING);
-		r->priv_[3] = got;
+		r->exec_ = got;
 		chain_add(done, r);
 	}
 }
@@ -328,7 +206,7 @@ static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
 	int err, dropped = -1;
 
 	pthread_mutex_lock(&pl->lock);
-	p = lookup(pl, fd);
+	p = fsaio__pfd_by_key(pl, fd);
 	if (!p) {
 		pthread_mutex_unlock(&pl->lock);
 		return;
@@ -354,11 +232,11 @@ static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
 				fsaio__state_set(r, FSAIO__WAITING);
 				break;
 			}
-			unlink_req(p, d, r);
+			list_unlink(p, d, r);
 			if (res == FSAIO__STEP_POOL) {
 				chain_add(&pool, r);
 			} else {
-				r->priv_[3] = (uint64_t)res;
+				r->exec_ = (uint64_t)res;
 				chain_add(&done, r);
 			}
 		}
@@ -370,10 +248,10 @@ static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
 		 * pool, whose blocking calls meet the truth; POLL ops end. */
 		for (int d = 0; d < NDIR; d++) {
 			while ((r = p->head[d])) {
-				unlink_req(p, d, r);
+				list_unlink(p, d, r);
 				fsaio__state_set(r, FSAIO__RUNNING);
 				if (d == DIR_POLL) {
-					r->priv_[3] = (uint64_t)(int64_t)err;
+					r->exec_ = (uint64_t)(int64_t)err;
 					chain_add(&done, r);
 				} else {
 					chain_add(&pool, r);
@@ -381,8 +259,8 @@ static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
 			}
 		}
 	}
-	if (idle(p))
-		dropped = drop(pl, p);
+	if (fsaio__pfd_idle(p))
+		dropped = fsaio__pfd_drop(pl, p);
 	pthread_mutex_unlock(&pl->lock);
 	finish(ctx, done.head, pool.head, b);
 	if (dropped >= 0)
@@ -478,18 +356,18 @@ int fsaio__poller_park(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	else if (!pl->started)
 		ret = start_thread(ctx);
 	if (!ret)
-		p = entry_for(pl, r, &ret);
+		p = fsaio__pfd_for(pl, r, &ret);
 	if (p) {
 		push(p, d, r);
 		run_on(r, p->fd);
 		fsaio__state_set(r, FSAIO__WAITING);
 		ret = arm(pl, p, p->fd);
 		if (ret) {
-			unlink_req(p, d, r);
+			list_unlink(p, d, r);
 			run_on(r, r->fd);
 			fsaio__state_set(r, FSAIO__INLINE);
-			if (idle(p))
-				dropped = drop(pl, p);
+			if (fsaio__pfd_idle(p))
+				dropped = fsaio__pfd_drop(pl, p);
 		} else {
 			atomic_store_explicit(&pl->active, true, memory_order_relaxed);
 		}
@@ -510,7 +388,7 @@ bool fsaio__poller_queued(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 	if (!atomic_load_explicit(&pl->active, memory_order_relaxed))
 		return false;
 	pthread_mutex_lock(&pl->lock);
-	p = lookup_alias(pl, r->fd);
+	p = fsaio__pfd_by_alias(pl, r->fd);
 	queued = p && p->head[dir_of(r)];
 	pthread_mutex_unlock(&pl->lock);
 	return queued;
@@ -523,11 +401,11 @@ int fsaio__poller_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	int ret = -EBUSY, dropped = -1;
 
 	pthread_mutex_lock(&pl->lock);
-	if (fsaio__state_get(r) == FSAIO__WAITING && (p = lookup(pl, fsaio__fd(r)))) {
-		unlink_req(p, dir_of(r), r);
+	if (fsaio__state_get(r) == FSAIO__WAITING && (p = fsaio__pfd_by_key(pl, fsaio__fd(r)))) {
+		list_unlink(p, dir_of(r), r);
 		fsaio__state_set(r, FSAIO__RUNNING);
-		if (idle(p))
-			dropped = drop(pl, p);
+		if (fsaio__pfd_idle(p))
+			dropped = fsaio__pfd_drop(pl, p);
 		ret = 0;
 	}
 	/* A fd still in use may stay armed for nothing now: one spurious
@@ -566,7 +444,7 @@ void fsaio__poller_stop(struct fsaio_ctx *ctx)
 
 		for (int d = 0; p && d < NDIR; d++) {
 			while ((r = p->head[d])) {
-				unlink_req(p, d, r);
+				list_unlink(p, d, r);
 				fsaio__state_set(r, FSAIO__RUNNING);
 				chain_add(&all, r);
 			}
@@ -580,25 +458,10 @@ void fsaio__poller_stop(struct fsaio_ctx *ctx)
 	}
 }
 
-/* Entries and their duplicates (the thread is gone, nothing waits). */
-static void free_table(struct fsaio__poller *pl)
-{
-	for (unsigned fd = 0; fd < pl->nfds; fd++) {
-		if (pl->fds[fd]) {
-			close(pl->fds[fd]->fd);
-			free(pl->fds[fd]);
-		}
-	}
-	free(pl->fds);
-	free(pl->alias);
-	pl->fds = pl->alias = NULL;
-	pl->nfds = pl->nalias = 0;
-}
-
 void fsaio__poller_fini(struct fsaio__poller *pl)
 {
 	close_fds(pl);
-	free_table(pl);
+	fsaio__pfd_free_all(pl);
 	pthread_mutex_destroy(&pl->lock);
 }
 
@@ -607,5 +470,5 @@ void fsaio__poller_forget(struct fsaio__poller *pl)
 	/* A forked child: the thread is not here and the lock may be held by
 	 * a thread that is not either. The fds are the child's own copies. */
 	close_fds(pl);
-	free_table(pl);
+	fsaio__pfd_free_all(pl);
 }

@@ -57,7 +57,7 @@ void fsaio__pool_fini(struct fsaio__pool *p)
 	free(p->threads);
 }
 
-static void unlink_req(struct fsaio__pool *p, struct fsaio_req *r)
+static void fifo_unlink(struct fsaio__pool *p, struct fsaio_req *r)
 {
 	if (r->prev_)
 		r->prev_->next_ = r->next_;
@@ -104,7 +104,7 @@ static void *worker(void *arg)
 		if (!p->head)
 			break;
 		r = p->head;
-		unlink_req(p, r);
+		fifo_unlink(p, r);
 		fsaio__state_set(r, FSAIO__RUNNING);
 		p->running++;
 		pthread_mutex_unlock(&p->lock);
@@ -167,7 +167,7 @@ void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		if (err && p->nthreads)
 			err = 0;
 		if (err)
-			unlink_req(p, r);
+			fifo_unlink(p, r);
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (err)
@@ -206,7 +206,7 @@ int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 
 	pthread_mutex_lock(&p->lock);
 	if (fsaio__state_get(r) == FSAIO__QUEUED) {
-		unlink_req(p, r);
+		fifo_unlink(p, r);
 		fsaio__state_set(r, FSAIO__RUNNING);
 		ret = 0;
 	}

@@ -2,36 +2,27 @@
 /*
  * DESIGN: the engine's own readahead, upfront and for streams. Every
  * readahead(2) call is made by a pool worker as a side job (pool.c), never
- * by the submitter: it allocates pages and submits bios, and may sleep on a
- * full device queue.
+ * by the submitter: it allocates pages and may sleep on a full queue.
  *
- * Upfront: the 2004 patchset told readahead about a whole AIO request when
- * it missed. Here a NOWAIT miss already does that (the kernel starts
- * readahead of exactly the missed range inside preadv2(RWF_NOWAIT)), so
- * those requests are skipped (P2_KERNEL_RA). What remains are misses the
- * kernel never saw: the probe said cold and no attempt was made. If no
- * worker is free to start them, a side job tells the kernel about the
- * queued ones, so their I/O starts while they wait for a worker. A worker
- * about to read a range itself gains nothing from reading it ahead first.
- * Each call is clipped to the readahead limit of the device holding the
- * file (read_ahead_kb in sysfs, cached per st_dev; 128 KiB if unknown),
- * which is also where the kernel would clip it.
+ * Upfront: a NOWAIT miss already starts the kernel's readahead of exactly
+ * the missed range, so those requests are skipped (HINT_KERNEL_RA). For
+ * misses the kernel never saw (the probe said cold, no attempt made), when
+ * no worker is free, a side job tells the kernel about the queued ones so
+ * their I/O starts while they wait. Calls are clipped to the device's
+ * read_ahead_kb (cached per st_dev; 128 KiB if unknown).
  *
- * Streams: a small per-context table (RA_SLOTS, hashed by fd, one mutex per
- * slot, each a leaf lock) remembers per fd the end of the furthest read.
- * A read that starts within a few request sizes behind that end, or just
- * at it, is sequential; several in flight at once stay sequential since
- * they all lie behind the furthest end. From the third such read on the
- * stream's reads are marked (P2_SEQ) and their hits counted. A window of
- * prefetch is opened only when a stream read misses and the kernel is not
- * reading ahead by itself (fsaio__stream_miss: after two device limits of
- * stream, nothing of the next four requests is in the cache); it is kept
- * topped up ahead of the furthest end (refilled when half is used) and
- * doubled on each further miss or hit, up to max(device limit, 8
- * requests), at most 32 MiB. A read elsewhere resets the slot and stops
- * prefetching. One stream per fd: two readers interleaved on one fd look
- * random. fsaio_fadvise(RANDOM) turns detection off for the fd (no lock
- * taken), SEQUENTIAL opens the window at the first read.
+ * Streams: a small per-context table (RA_SLOTS, hashed by fd, one leaf
+ * mutex per slot) remembers per fd the end of the furthest read. A read
+ * within a few request sizes behind that end, or at it, is sequential;
+ * from the third one on the stream's reads are marked (HINT_SEQ). A window
+ * of prefetch opens only when a stream read misses and the kernel is not
+ * reading ahead by itself (fsaio__stream_miss); it is kept topped up ahead
+ * of the furthest end and doubled on each further miss or hit, up to
+ * max(device limit, 8 requests), at most 32 MiB. A read elsewhere resets
+ * the slot. One stream per fd. fsaio_fadvise(RANDOM) turns detection off
+ * for the fd, SEQUENTIAL opens the window at the first read. Prefetch is a
+ * hint: it follows the fd number, and on a number reused meanwhile it
+ * reads ahead in the wrong file or fails with EBADF, never more.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -225,7 +216,7 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
 	struct stream *s;
 	bool queue = false;
 
-	r->priv_[2] = 0;
+	r->hints_ = 0;
 	if (ra->off || (fi.flags & FSAIO__FD_ADV_RANDOM) || !len)
 		return;
 	s = &ra->s[(unsigned)r->fd % RA_SLOTS];
@@ -244,7 +235,7 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	r->priv_[2] |= FSAIO__P2_SEQ;
+	r->hints_ |= FSAIO__HINT_SEQ;
 	if ((fi.flags & FSAIO__FD_ADV_SEQ) && !s->window)
 		grow(s, len);
 	queue = top_up(s, r->fd);
@@ -317,7 +308,7 @@ void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct stream *s;
 
-	if (!(r->priv_[2] & FSAIO__P2_SEQ))
+	if (!(r->hints_ & FSAIO__HINT_SEQ))
 		return;
 	FSAIO__INC(ctx, stream_hits, 1);
 	s = &ctx->ra->s[(unsigned)r->fd % RA_SLOTS];
@@ -359,7 +350,7 @@ void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	uint64_t total = fsaio__total(r);
 	bool queue = false;
 
-	if (ra->off || (r->priv_[2] & FSAIO__P2_KERNEL_RA) || fsaio__is_write(r) ||
+	if (ra->off || (r->hints_ & FSAIO__HINT_KERNEL_RA) || fsaio__is_write(r) ||
 	    !fsaio__is_rw(r) || r->done_ >= total || fsaio__pool_busy(ctx) < ctx->pool.max)
 		return;
 	pthread_mutex_lock(&ra->up_lock);

@@ -103,12 +103,12 @@ int fsaio__bind(struct fsaio_req *r)
 {
 	int fd;
 
-	if (r->priv_[1] & FSAIO__P1_BOUND)
+	if (r->run_fd_ & FSAIO__RUN_BOUND)
 		return 0;
 	fd = fcntl(fsaio__fd(r), F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	r->priv_[1] = (r->priv_[1] & FSAIO__P1_STREAM) | FSAIO__P1_BOUND | (uint32_t)fd;
+	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_STREAM) | FSAIO__RUN_BOUND | (uint32_t)fd;
 	return 0;
 }
 

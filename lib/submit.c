@@ -68,7 +68,7 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 		if (r->offset >= 0 && total > (uint64_t)(INT64_MAX - r->offset))
 			return -EINVAL;
 	}
-	r->priv_[0] = total;
+	r->total_ = total;
 	ret = fsaio__fd_get(ctx, r->fd, fi);
 	if (ret)
 		return ret;

@@ -44,80 +44,23 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
-
-/* ctx->uring markers: not real pointers. */
-#define URING_CREATING ((struct fsaio__uring *)(uintptr_t)1)
-#define URING_UNAVAILABLE ((struct fsaio__uring *)(uintptr_t)2)
-
-/* CQE user_data: a request pointer (8-aligned), or tagged in its low bits. */
-#define TAG_MASK 7u
-#define TAG_CANCEL 1u           /* a struct cancel_wait waiting for its answer */
-#define UD_IGNORE 2u            /* destroy's cancel-all: nobody waits */
-#define UD_STOP 4u              /* destroy's wake-up NOP */
-#define TAG_BIND 3u             /* a request's FILES_UPDATE (only failures post a CQE) */
-
-#define CANCEL_MAX 64           /* cancels in progress at once; beyond: -EBUSY */
-#define SQ_MAX 256
-#define CQ_MAX 65536
-
-struct fsaio__uring {
-	pthread_mutex_t sq_lock;
-	struct io_uring ring;   /* SQ side: sq_lock; CQ side: the thread only */
-	bool stopping;          /* sq_lock */
-	/* SQEs prepared and not yet submitted: set under sq_lock, cleared by
-	 * whoever submits; read without it by fsaio__uring_flush to skip the
-	 * lock when there is nothing to do. */
-	_Atomic bool pending;
-	_Atomic unsigned inflight; /* requests with an SQE or CQE outstanding */
-	/* sq_lock: requests fsaio_cancel asked the ring to take back; an entry
-	 * goes when the -ECANCELED arrives or the cancel failed. */
-	struct fsaio_req *cancels[CANCEL_MAX];
-	pthread_t thread;       /* immutable once published */
-	struct fsaio_ctx *ctx;  /* immutable */
-	/* Fixed-file slots binding requests to their files (see bind_slot).
-	 * nslots is immutable (0: none could be registered, requests hold a
-	 * duplicate fd instead); the rest is under sq_lock. */
-	unsigned nslots;
-	int *slot_fd;           /* the fd a slot's FILES_UPDATE installs */
-	uint32_t *free_slots;   /* stack of free slots */
-	unsigned nfree;
-	_Atomic bool dirty;     /* a free slot may still hold a file; written
-				 * under sq_lock, read without it as a hint */
-};
+#include "uring.h"
 
 struct cancel_wait {
 	_Atomic uint32_t done;  /* futex word: 0 waiting, 1 answered */
 	int res;                /* written before done is set (release) */
 };
 
-/* Process-wide: 0 unknown, 1 io_uring_setup worked once, -1 denied. */
-static _Atomic int uring_sys;
-
-static bool sysctl_disabled(void)
-{
-	char c = '0';
-	int fd = open("/proc/sys/kernel/io_uring_disabled", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return false;   /* older kernels have no such switch */
-	if (read(fd, &c, 1) != 1)
-		c = '0';
-	close(fd);
-	/* 1 lets root and io_uring_group in: setup tells us with EPERM. */
-	return c == '2';
-}
-
 static void futex_wake(_Atomic uint32_t *w)
 {
 	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-/* priv_[3] of a request in the ring: its fixed-file slot + 1, or 0; above
+/* exec_ of a request in the ring: its fixed-file slot + 1, or 0; above
  * bit 32, the error of a FILES_UPDATE that failed. */
 static unsigned slot_of(const struct fsaio_req *r)
 {
-	return (unsigned)(uint32_t)r->priv_[3];
+	return (unsigned)(uint32_t)r->exec_;
 }
 
 /* Fill sqe for what remains of r. Called under sq_lock: the iovec copy in
@@ -159,7 +102,7 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 }
 
 /* A free SQE; with a full SQ, what is queued is submitted first. */
-static struct io_uring_sqe *get_sqe(struct fsaio__uring *u)
+struct io_uring_sqe *fsaio__ring_get_sqe(struct fsaio__uring *u)
 {
 	struct io_uring_sqe *sqe;
 
@@ -175,7 +118,7 @@ static struct io_uring_sqe *get_sqe(struct fsaio__uring *u)
 /* Submit what is prepared. The kernel consumes SQEs it cannot start with an
  * error CQE, so only a refused io_uring_enter leaves them in the SQ; EINTR,
  * EAGAIN (no memory for now) and EBUSY (CQ overflow backlog) go round. */
-static int flush(struct fsaio__uring *u)
+int fsaio__ring_flush(struct fsaio__uring *u)
 {
 	for (;;) {
 		int ret = io_uring_submit(&u->ring);
@@ -215,7 +158,7 @@ static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_urin
 	io_uring_prep_files_update(sqe, &u->slot_fd[slot], 1, (int)slot);
 	sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)r | TAG_BIND));
-	r->priv_[3] = slot + 1;
+	r->exec_ = slot + 1;
 	return 0;
 }
 
@@ -263,12 +206,12 @@ static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool d
 		return -ESHUTDOWN;
 	}
 	/* A first SQE comes with its FILES_UPDATE: both in one submission. */
-	if (!again && io_uring_sq_space_left(&u->ring) < 2 && flush(u) < 0) {
+	if (!again && io_uring_sq_space_left(&u->ring) < 2 && fsaio__ring_flush(u) < 0) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return -EAGAIN;
 	}
 	if (!again)
-		r->priv_[3] = 0;
+		r->exec_ = 0;
 	if (!again && (ret = bind_slot(u, r, &bind))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
@@ -291,7 +234,7 @@ static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool d
 		FSAIO__INC(u->ctx, uring_sqes, 1);
 		return 0;
 	}
-	ret = flush(u);
+	ret = fsaio__ring_flush(u);
 	if (ret) {
 		/* Not consumed: make it harmless for a later submit. */
 		io_uring_prep_nop(sqe);
@@ -300,7 +243,7 @@ static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool d
 			io_uring_prep_nop(bind);
 			io_uring_sqe_set_data(bind, NULL);
 			u->free_slots[u->nfree++] = slot_of(r) - 1;
-			r->priv_[3] = 0;
+			r->exec_ = 0;
 		}
 	}
 	pthread_mutex_unlock(&u->sq_lock);
@@ -333,7 +276,7 @@ static void finish(struct fsaio__uring *u, struct fsaio_req *r, int64_t res,
 {
 	/* The slot first: the caller may submit again as soon as it reaps. */
 	release_slot(u, slot_of(r));
-	r->priv_[3] = 0;
+	r->exec_ = 0;
 	atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 	u->ctx->ops->done(u->ctx, r, res, b);
 }
@@ -355,8 +298,8 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	}
 	/* Its FILES_UPDATE failed (the fd was closed before the submit
 	 * reached the kernel): the linked SQE was never issued. */
-	if (r->priv_[3] >> 32) {
-		finish(u, r, -(int64_t)(r->priv_[3] >> 32), b);
+	if (r->exec_ >> 32) {
+		finish(u, r, -(int64_t)(r->exec_ >> 32), b);
 		return;
 	}
 	if (res == -ECANCELED && asked_cancel(u, r)) {
@@ -371,8 +314,8 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	/* A first -EFAULT may only mean that the submitter exited (see the
 	 * DESIGN comment): go round again, from this thread. */
 	if (res == -EFAULT &&
-	    !(__atomic_fetch_or(&r->priv_[2], (uint64_t)FSAIO__P2_EFAULT_RETRY,
-				__ATOMIC_RELAXED) & FSAIO__P2_EFAULT_RETRY))
+	    !(__atomic_fetch_or(&r->hints_, (uint64_t)FSAIO__HINT_EFAULT_RETRY,
+				__ATOMIC_RELAXED) & FSAIO__HINT_EFAULT_RETRY))
 		res = -EINTR;
 	/* Continue: a short count that is not EOF, or a cancel/interruption
 	 * nobody asked for, on the same file (its slot or duplicate fd). A
@@ -399,7 +342,7 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	finish(u, r, res >= 0 ? (fsaio__is_rw(r) ? (int64_t)r->done_ : 0) : fsaio__result(r, res), b);
 }
 
-static void *ring_thread(void *arg)
+void *fsaio__ring_thread(void *arg)
 {
 	struct fsaio__uring *u = arg;
 	struct fsaio__batch b = { .n = 0 };
@@ -439,7 +382,7 @@ static void *ring_thread(void *arg)
 				 * CQE (-ECANCELED) follows and reads this. */
 				struct fsaio_req *r = (struct fsaio_req *)(ud & ~(uintptr_t)TAG_MASK);
 
-				r->priv_[3] |= (uint64_t)(uint32_t)-cqe->res << 32;
+				r->exec_ |= (uint64_t)(uint32_t)-cqe->res << 32;
 			} else if (ud == UD_STOP) {
 				stop_seen = true;
 			} else if (ud && !(ud & TAG_MASK)) {
@@ -455,120 +398,6 @@ static void *ring_thread(void *arg)
 	return NULL;
 }
 
-/* One fixed-file slot per request the context can have in flight; without
- * them (memory, or a kernel without sparse tables) requests hold dups. */
-static void init_slots(struct fsaio__uring *u, unsigned n)
-{
-	u->slot_fd = malloc(n * sizeof(*u->slot_fd));
-	u->free_slots = malloc(n * sizeof(*u->free_slots));
-	if (u->slot_fd && u->free_slots && io_uring_register_files_sparse(&u->ring, n) == 0) {
-		for (unsigned i = 0; i < n; i++)
-			u->free_slots[i] = n - 1 - i;
-		u->nfree = u->nslots = n;
-		return;
-	}
-	free(u->slot_fd);
-	free(u->free_slots);
-	u->slot_fd = NULL;
-	u->free_slots = NULL;
-}
-
-static void free_slots(struct fsaio__uring *u)
-{
-	free(u->slot_fd);
-	free(u->free_slots);
-}
-
-static struct fsaio__uring *create(struct fsaio_ctx *ctx)
-{
-	struct io_uring_params p;
-	struct fsaio__uring *u;
-	unsigned sq = SQ_MAX, cq;
-	sigset_t all, old;
-	int ret;
-
-	if (atomic_load_explicit(&uring_sys, memory_order_relaxed) < 0)
-		return NULL;
-	if (sysctl_disabled()) {
-		atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);
-		return NULL;
-	}
-	u = calloc(1, sizeof(*u));
-	if (!u)
-		return NULL;
-	/* The SQ is drained at every submit, so a small one does (two SQEs a
-	 * request: its FILES_UPDATE and itself); the CQ
-	 * holds one CQE per request in flight (at most queue_depth), and
-	 * beyond CQ_MAX the kernel's overflow list keeps them (FEAT_NODROP). */
-	while (sq > 8 && sq / 2 >= 2 * ctx->depth)
-		sq /= 2;
-	cq = 2 * sq;
-	while (cq < ctx->depth && cq < CQ_MAX)
-		cq *= 2;
-	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
-	p.cq_entries = cq;
-	ret = io_uring_queue_init_params(sq, &u->ring, &p);
-	if (ret < 0) {
-		if (ret == -ENOSYS || ret == -EPERM || ret == -EACCES)
-			atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);
-		free(u);
-		return NULL;
-	}
-	if (!(p.features & IORING_FEAT_SUBMIT_STABLE) || !(p.features & IORING_FEAT_NODROP)) {
-		/* Kernels before 5.5: prep()'s stack iovecs would not be safe. */
-		io_uring_queue_exit(&u->ring);
-		free(u);
-		atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);
-		return NULL;
-	}
-	atomic_store_explicit(&uring_sys, 1, memory_order_relaxed);
-	u->ctx = ctx;
-	init_slots(u, ctx->depth);
-	pthread_mutex_init(&u->sq_lock, NULL);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&u->thread, NULL, ring_thread, u);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret) {
-		pthread_mutex_destroy(&u->sq_lock);
-		io_uring_queue_exit(&u->ring);
-		free_slots(u);
-		free(u);
-		return NULL;
-	}
-	pthread_setname_np(u->thread, "fsaio-uring");
-	return u;
-}
-
-/* The ring, creating it on first use; NULL while another thread creates it
- * or when io_uring cannot be had. */
-static struct fsaio__uring *get(struct fsaio_ctx *ctx)
-{
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
-	struct fsaio__uring *expect = NULL;
-
-	if (u == URING_CREATING || u == URING_UNAVAILABLE)
-		return NULL;
-	if (u)
-		return u;
-	if (!atomic_compare_exchange_strong_explicit(&ctx->uring, &expect, URING_CREATING,
-						     memory_order_acquire, memory_order_acquire))
-		return NULL;
-	u = create(ctx);
-	atomic_store_explicit(&ctx->uring, u ? u : URING_UNAVAILABLE, memory_order_release);
-	return u;
-}
-
-bool fsaio__uring_usable(struct fsaio_ctx *ctx)
-{
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
-
-	if (ctx->backend == FSAIO_BACKEND_THREADS || u == URING_UNAVAILABLE)
-		return false;
-	return atomic_load_explicit(&uring_sys, memory_order_relaxed) >= 0;
-}
-
 void fsaio__uring_flush(struct fsaio_ctx *ctx)
 {
 	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
@@ -579,7 +408,7 @@ void fsaio__uring_flush(struct fsaio_ctx *ctx)
 	pthread_mutex_lock(&u->sq_lock);
 	/* A refused io_uring_enter leaves the SQEs in the SQ for the next
 	 * submit; nothing better can be done with them here. */
-	(void)flush(u);
+	(void)fsaio__ring_flush(u);
 	pthread_mutex_unlock(&u->sq_lock);
 }
 
@@ -589,10 +418,10 @@ int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer)
 
 	if (ctx->backend == FSAIO_BACKEND_THREADS)
 		return -EOPNOTSUPP;
-	u = get(ctx);
+	u = fsaio__ring_get(ctx);
 	if (!u)
 		return -EOPNOTSUPP;
-	r->priv_[2] &= ~(uint64_t)FSAIO__P2_EFAULT_RETRY;
+	r->hints_ &= ~(uint64_t)FSAIO__HINT_EFAULT_RETRY;
 	return queue(u, r, false, defer);
 }
 
@@ -613,14 +442,14 @@ int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	/* r is not written here: it may complete (and be reused) at any time
 	 * until the answer; only its address is used. */
 	if (u->stopping || slot == CANCEL_MAX || fsaio__state_get(r) != FSAIO__WAITING ||
-	    !(sqe = get_sqe(u))) {
+	    !(sqe = fsaio__ring_get_sqe(u))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return -EBUSY;
 	}
 	u->cancels[slot] = r;
 	io_uring_prep_cancel(sqe, r, 0);
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)&w | TAG_CANCEL));
-	ret = flush(u);
+	ret = fsaio__ring_flush(u);
 	if (ret)
 		u->cancels[slot] = NULL;
 	pthread_mutex_unlock(&u->sq_lock);
@@ -639,46 +468,4 @@ int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		return -EBUSY;
 	}
 	return 0;
-}
-
-void fsaio__uring_stop(struct fsaio_ctx *ctx)
-{
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
-	struct io_uring_sqe *sqe;
-
-	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
-		return;
-	pthread_mutex_lock(&u->sq_lock);
-	u->stopping = true;
-	/* Take back what has not reached the device; the rest is waited for. */
-	sqe = get_sqe(u);
-	if (sqe) {
-		io_uring_prep_cancel(sqe, NULL, IORING_ASYNC_CANCEL_ANY);
-		io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_IGNORE);
-	}
-	sqe = get_sqe(u);
-	if (sqe) {
-		io_uring_prep_nop(sqe);
-		io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_STOP);
-	}
-	(void)flush(u);
-	pthread_mutex_unlock(&u->sq_lock);
-	pthread_join(u->thread, NULL);
-	io_uring_queue_exit(&u->ring);
-	pthread_mutex_destroy(&u->sq_lock);
-	atomic_store_explicit(&ctx->uring, NULL, memory_order_relaxed);
-	free_slots(u);
-	free(u);
-}
-
-void fsaio__uring_forget(struct fsaio_ctx *ctx)
-{
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_relaxed);
-
-	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
-		return;
-	/* The parent's thread does not exist here: unmap and close only. */
-	io_uring_queue_exit(&u->ring);
-	free_slots(u);
-	free(u);
 }

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: a context's io_uring ring comes and goes: created on first use
+ * (sized for the context's queue depth, with a sparse fixed-file table of
+ * one slot per request in flight and its completion thread), taken down at
+ * destroy (cancel what has not reached the device, wait for the rest, join
+ * the thread), and forgotten in a forked child. Whether io_uring can be had
+ * at all is found once per process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "uring.h"
+
+/* Process-wide: 0 unknown, 1 io_uring_setup worked once, -1 denied. */
+static _Atomic int uring_sys;
+
+static bool sysctl_disabled(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/kernel/io_uring_disabled", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;   /* older kernels have no such switch */
+	if (read(fd, &c, 1) != 1)
+		c = '0';
+	close(fd);
+	/* 1 lets root and io_uring_group in: setup tells us with EPERM. */
+	return c == '2';
+}
+
+/* One fixed-file slot per request the context can have in flight; without
+ * them (memory, or a kernel without sparse tables) requests hold dups. */
+static void init_slots(struct fsaio__uring *u, unsigned n)
+{
+	u->slot_fd = malloc(n * sizeof(*u->slot_fd));
+	u->free_slots = malloc(n * sizeof(*u->free_slots));
+	if (u->slot_fd && u->free_slots && io_uring_register_files_sparse(&u->ring, n) == 0) {
+		for (unsigned i = 0; i < n; i++)
+			u->free_slots[i] = n - 1 - i;
+		u->nfree = u->nslots = n;
+		return;
+	}
+	free(u->slot_fd);
+	free(u->free_slots);
+	u->slot_fd = NULL;
+	u->free_slots = NULL;
+}
+
+static void free_slots(struct fsaio__uring *u)
+{
+	free(u->slot_fd);
+	free(u->free_slots);
+}
+
+static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
+{
+	struct io_uring_params p;
+	struct fsaio__uring *u;
+	unsigned sq = SQ_MAX, cq;
+	sigset_t all, old;
+	int ret;
+
+	if (atomic_load_explicit(&uring_sys, memory_order_relaxed) < 0)
+		return NULL;
+	if (sysctl_disabled()) {
+		atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	/* The SQ is drained at every submit, so a small one does (two SQEs a
+	 * request: its FILES_UPDATE and itself); the CQ
+	 * holds one CQE per request in flight (at most queue_depth), and
+	 * beyond CQ_MAX the kernel's overflow list keeps them (FEAT_NODROP). */
+	while (sq > 8 && sq / 2 >= 2 * ctx->depth)
+		sq /= 2;
+	cq = 2 * sq;
+	while (cq < ctx->depth && cq < CQ_MAX)
+		cq *= 2;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+	p.cq_entries = cq;
+	ret = io_uring_queue_init_params(sq, &u->ring, &p);
+	if (ret < 0) {
+		if (ret == -ENOSYS || ret == -EPERM || ret == -EACCES)
+			atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);
+		free(u);
+		return NULL;
+	}
+	if (!(p.features & IORING_FEAT_SUBMIT_STABLE) || !(p.features & IORING_FEAT_NODROP)) {
+		/* Kernels before 5.5: prep()'s stack iovecs would not be safe. */
+		io_uring_queue_exit(&u->ring);
+		free(u);
+		atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);
+		return NULL;
+	}
+	atomic_store_explicit(&uring_sys, 1, memory_order_relaxed);
+	u->ctx = ctx;
+	init_slots(u, ctx->depth);
+	pthread_mutex_init(&u->sq_lock, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&u->thread, NULL, fsaio__ring_thread, u);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		pthread_mutex_destroy(&u->sq_lock);
+		io_uring_queue_exit(&u->ring);
+		free_slots(u);
+		free(u);
+		return NULL;
+	}
+	pthread_setname_np(u->thread, "fsaio-uring");
+	return u;
+}
+
+/* The ring, creating it on first use; NULL while another thread creates it
+ * or when io_uring cannot be had. */
+struct fsaio__uring *fsaio__ring_get(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct fsaio__uring *expect = NULL;
+
+	if (u == URING_CREATING || u == URING_UNAVAILABLE)
+		return NULL;
+	if (u)
+		return u;
+	if (!atomic_compare_exchange_strong_explicit(&ctx->uring, &expect, URING_CREATING,
+						     memory_order_acquire, memory_order_acquire))
+		return NULL;
+	u = ring_create(ctx);
+	atomic_store_explicit(&ctx->uring, u ? u : URING_UNAVAILABLE, memory_order_release);
+	return u;
+}
+
+bool fsaio__uring_usable(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+
+	if (ctx->backend == FSAIO_BACKEND_THREADS || u == URING_UNAVAILABLE)
+		return false;
+	return atomic_load_explicit(&uring_sys, memory_order_relaxed) >= 0;
+}
+
+void fsaio__uring_stop(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct io_uring_sqe *sqe;
+
+	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
+		return;
+	pthread_mutex_lock(&u->sq_lock);
+	u->stopping = true;
+	/* Take back what has not reached the device; the rest is waited for. */
+	sqe = fsaio__ring_get_sqe(u);
+	if (sqe) {
+		io_uring_prep_cancel(sqe, NULL, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_IGNORE);
+	}
+	sqe = fsaio__ring_get_sqe(u);
+	if (sqe) {
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_STOP);
+	}
+	(void)fsaio__ring_flush(u);
+	pthread_mutex_unlock(&u->sq_lock);
+	pthread_join(u->thread, NULL);
+	io_uring_queue_exit(&u->ring);
+	pthread_mutex_destroy(&u->sq_lock);
+	atomic_store_explicit(&ctx->uring, NULL, memory_order_relaxed);
+	free_slots(u);
+	free(u);
+}
+
+void fsaio__uring_forget(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_relaxed);
+
+	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
+		return;
+	/* The parent's thread does not exist here: unmap and close only. */
+	io_uring_queue_exit(&u->ring);
+	free_slots(u);
+	free(u);
+}
