@@ -15,6 +15,8 @@
 #ifndef T_RUNNER_H
 #define T_RUNNER_H
 
+#include <string.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -78,6 +80,7 @@ _Noreturn void t_fail(const char *file, int line, const char *expr, const char *
 #define cr_assert_leq(a, b, ...) cr_assert((a) <= (b), __VA_ARGS__)
 #define cr_assert_gt(a, b, ...) cr_assert((a) > (b), __VA_ARGS__)
 #define cr_assert_geq(a, b, ...) cr_assert((a) >= (b), __VA_ARGS__)
+#define cr_assert_str_eq(a, b, ...) cr_assert(strcmp((a), (b)) == 0, __VA_ARGS__)
 #define cr_assert_null(p, ...) cr_assert((p) == NULL, __VA_ARGS__)
 #define cr_assert_not_null(p, ...) cr_assert((p) != NULL, __VA_ARGS__)
 #define cr_assert_fail(...) t_fail(__FILE__, __LINE__, "fail", " " __VA_ARGS__)
