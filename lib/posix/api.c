@@ -202,12 +202,11 @@ PX_EXPORT(aio_suspend64, int, (const struct aiocb64 *const list[], int nent,
 /*
  * lio_listio: every element that is not NULL or LIO_NOP is submitted as
  * aio_read/aio_write would be; sig fires once all of them are complete
- * (LIO_NOWAIT), or the caller waits for that (LIO_WAIT). individual: the
- * elements' own notifications are sent too (GLIBC_2.4 and later); the
- * GLIBC_2.2.5 form did not send them.
+ * (LIO_NOWAIT), or the caller waits for that (LIO_WAIT). The elements'
+ * own notifications are sent too, by every version of it (glibc 2.36's
+ * GLIBC_2.2.5 form sends them as well).
  */
-static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig,
-	       bool individual)
+static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
 {
 	struct px_group *g;
 	int saved = errno, cs, err = 0;
@@ -234,7 +233,7 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 			continue;
 		kind = cb->aio_lio_opcode == LIO_READ ? PX_READ :
 		       cb->aio_lio_opcode == LIO_WRITE ? PX_WRITE : PX_BAD;
-		r = submit_one(cb, kind, g, individual);
+		r = submit_one(cb, kind, g, true);
 		if (r)
 			err = -r;
 	}
@@ -281,25 +280,25 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 PX_API SYMVER("lio_listio@@GLIBC_2.34") SYMVER("lio_listio@GLIBC_2.4")
 int px_lio_listio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
 {
-	return lio(mode, list, nent, sig, true);
+	return lio(mode, list, nent, sig);
 }
 
 PX_API SYMVER("lio_listio64@@GLIBC_2.34") SYMVER("lio_listio64@GLIBC_2.4")
 int px_lio_listio64(int mode, struct aiocb64 *const list[], int nent, struct sigevent *sig)
 {
-	return lio(mode, (struct aiocb *const *)list, nent, sig, true);
+	return lio(mode, (struct aiocb *const *)list, nent, sig);
 }
 
 PX_API SYMVER("lio_listio@GLIBC_2.2.5")
 int px_lio_listio_old(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
 {
-	return lio(mode, list, nent, sig, false);
+	return lio(mode, list, nent, sig);
 }
 
 PX_API SYMVER("lio_listio64@GLIBC_2.2.5")
 int px_lio_listio64_old(int mode, struct aiocb64 *const list[], int nent, struct sigevent *sig)
 {
-	return lio(mode, (struct aiocb *const *)list, nent, sig, false);
+	return lio(mode, (struct aiocb *const *)list, nent, sig);
 }
 
 /* glibc's tuning: aio_threads bounds its helper threads; here it bounds the

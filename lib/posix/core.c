@@ -145,6 +145,12 @@ fsaio_ctx_t *px__ctx(void)
 		p.queue_depth = PX_DEPTH;
 		p.workers = want_workers;
 		p.complete = px__complete;
+		/* Misses go to worker threads unless FSAIO_BACKEND says: io_uring
+		 * would run its completion work in the submitting thread, and
+		 * that wakes a sigwaitinfo(2) there with EINTR, where POSIX AIO
+		 * programs commonly wait for their completion signals. */
+		if (!getenv("FSAIO_BACKEND"))
+			p.miss_backend = FSAIO_BACKEND_THREADS;
 		if (fsaio_ctx_create(&p, &c) == 0)
 			atomic_store_explicit(&engine, c, memory_order_release);
 		else
