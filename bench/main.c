@@ -33,7 +33,7 @@ const struct bench_method *const bench_methods[] = {
 	&bench_m_fsaio, &bench_m_fsaio_shim,
 	&bench_m_kaio_direct, &bench_m_kaio_buffered,
 	&bench_m_uring_direct, &bench_m_uring_buffered,
-	&bench_m_posix_aio, &bench_m_pread, &bench_m_threads,
+	&bench_m_posix_aio, &bench_m_fsaio_posix, &bench_m_pread, &bench_m_threads,
 	&bench_m_fsaio_direct, &bench_m_fsaio_nora,
 };
 const unsigned bench_nmethods = sizeof(bench_methods) / sizeof(bench_methods[0]);

@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -112,11 +113,31 @@ static void fork_child(void)
 	pthread_mutex_unlock(&ctx_lock);
 }
 
+/* FSAIO_STATS=1: the engine's counters on stderr at exit, one line. */
+static void print_stats(void)
+{
+	fsaio_ctx_t *c = atomic_load_explicit(&engine, memory_order_acquire);
+	struct fsaio_stats st;
+
+	if (!c || fsaio_get_stats(c, &st) != 0)
+		return;
+	fprintf(stderr, "libfsaio-posixaio[%d]: requests %llu inline %llu partial %llu "
+		"queued %llu cancelled %llu bytes_inline %llu bytes_worker %llu\n", (int)getpid(),
+		(unsigned long long)st.requests, (unsigned long long)st.completed_inline,
+		(unsigned long long)st.partial_inline, (unsigned long long)st.queued,
+		(unsigned long long)st.cancelled, (unsigned long long)st.bytes_inline,
+		(unsigned long long)st.bytes_worker);
+}
+
 static void init(void)
 {
+	const char *s = getenv("FSAIO_STATS");
+
 	for (unsigned i = 0; i < PX_BUCKETS; i++)
 		pthread_mutex_init(&buckets[i].lock, NULL);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	if (s && *s && strcmp(s, "0") != 0)
+		atexit(print_stats);
 }
 
 void px__set_workers(unsigned n)

@@ -151,7 +151,8 @@ int t_wait(struct aiocb *cb)
 	while ((e = aio_error(cb)) == EINPROGRESS) {
 		int r = aio_suspend(list, 1, &ts);
 
-		cr_assert(r == 0 || errno == EINTR, "aio_suspend: %s", strerror(errno));
+		cr_assert(r == 0 || errno == EINTR, "aio_suspend: %s; aio_error now %d",
+			  strerror(errno), aio_error(cb));
 	}
 	return e;
 }
