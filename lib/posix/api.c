@@ -222,7 +222,8 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 	g->sev.sigev_notify = SIGEV_NONE;
 	if (mode == LIO_NOWAIT && sig)
 		g->sev = *sig;
-	g->pid = getpid();
+	if (g->sev.sigev_notify == SIGEV_SIGNAL)
+		g->pid = getpid();
 
 	cs = fsaio__nocancel_begin();
 	for (int i = 0; i < nent; i++) {

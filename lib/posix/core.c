@@ -2,8 +2,9 @@
 /*
  * DESIGN: requests in flight, their order on an fd, completion and fork.
  *
- * One engine context serves the process (px__ctx), created on first use
- * with a completion callback, px__complete: every request's status goes
+ * Two engine contexts serve the process (get_ctx: one for requests
+ * notified by a signal, one for the rest), created on first use with a
+ * completion callback, px__complete: every request's status goes
  * straight into the program's aiocb, so nothing is reaped. A cache hit is
  * completed by the engine inside the submitting call.
  *
@@ -54,8 +55,15 @@ struct bucket {
 static struct bucket buckets[PX_BUCKETS];
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(fsaio_ctx_t *) engine;   /* set under ctx_lock; read with acquire */
-static fsaio_ctx_t *stale_engine;       /* ctx_lock: the parent's, in a forked child */
+/* Two engine contexts, made on first use: PX_SIGNALLED carries the
+ * requests notified by a signal (their own or their list's) with worker
+ * threads only; PX_PLAIN the others with the engine's choice (io_uring
+ * where it serves). io_uring runs a request's completion work in the
+ * submitting thread, which wakes a sigwaitinfo(2) sleeping there with
+ * EINTR: that is where POSIX AIO programs wait for their signals. */
+enum { PX_PLAIN, PX_SIGNALLED, PX_NCTX };
+static _Atomic(fsaio_ctx_t *) engine[PX_NCTX];  /* set under ctx_lock; read with acquire */
+static fsaio_ctx_t *stale_engine[PX_NCTX];      /* ctx_lock: the parent's, in a forked child */
 static unsigned want_workers;           /* ctx_lock: aio_init's aio_threads */
 
 static pthread_mutex_t disp_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -107,26 +115,44 @@ static void fork_child(void)
 	pthread_cond_init(&disp_cond, NULL);
 	pthread_mutex_unlock(&disp_lock);
 	/* The engine's own fork handler makes the old context answer only
-	 * to destroy (memory only); the next px__ctx does that. */
-	stale_engine = atomic_load_explicit(&engine, memory_order_relaxed);
-	atomic_store_explicit(&engine, NULL, memory_order_relaxed);
+	 * to destroy (memory only); the next get_ctx does that. */
+	for (int i = 0; i < PX_NCTX; i++) {
+		stale_engine[i] = atomic_load_explicit(&engine[i], memory_order_relaxed);
+		atomic_store_explicit(&engine[i], NULL, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&ctx_lock);
 }
 
 /* FSAIO_STATS=1: the engine's counters on stderr at exit, one line. */
 static void print_stats(void)
 {
-	fsaio_ctx_t *c = atomic_load_explicit(&engine, memory_order_acquire);
-	struct fsaio_stats st;
+	struct fsaio_stats sum = { 0 }, st;
+	bool any = false;
 
-	if (!c || fsaio_get_stats(c, &st) != 0)
+	for (int i = 0; i < PX_NCTX; i++) {
+		fsaio_ctx_t *c = atomic_load_explicit(&engine[i], memory_order_acquire);
+
+		if (!c || fsaio_get_stats(c, &st) != 0)
+			continue;
+		any = true;
+		sum.requests += st.requests;
+		sum.completed_inline += st.completed_inline;
+		sum.partial_inline += st.partial_inline;
+		sum.queued += st.queued;
+		sum.cancelled += st.cancelled;
+		sum.bytes_inline += st.bytes_inline;
+		sum.bytes_worker += st.bytes_worker;
+		sum.bytes_uring += st.bytes_uring;
+	}
+	if (!any)
 		return;
 	fprintf(stderr, "libfsaio-posixaio[%d]: requests %llu inline %llu partial %llu "
-		"queued %llu cancelled %llu bytes_inline %llu bytes_worker %llu\n", (int)getpid(),
-		(unsigned long long)st.requests, (unsigned long long)st.completed_inline,
-		(unsigned long long)st.partial_inline, (unsigned long long)st.queued,
-		(unsigned long long)st.cancelled, (unsigned long long)st.bytes_inline,
-		(unsigned long long)st.bytes_worker);
+		"queued %llu cancelled %llu bytes_inline %llu bytes_worker %llu bytes_uring %llu\n",
+		(int)getpid(), (unsigned long long)sum.requests,
+		(unsigned long long)sum.completed_inline, (unsigned long long)sum.partial_inline,
+		(unsigned long long)sum.queued, (unsigned long long)sum.cancelled,
+		(unsigned long long)sum.bytes_inline, (unsigned long long)sum.bytes_worker,
+		(unsigned long long)sum.bytes_uring);
 }
 
 static void init(void)
@@ -148,32 +174,37 @@ void px__set_workers(unsigned n)
 	pthread_mutex_unlock(&ctx_lock);
 }
 
-fsaio_ctx_t *px__ctx(void)
+/* The context for r: FSAIO_BACKEND, when set, applies to both. */
+static int ctx_kind(const struct px_req *r)
 {
-	fsaio_ctx_t *c = atomic_load_explicit(&engine, memory_order_acquire);
+	if (r->sev.sigev_notify == SIGEV_SIGNAL ||
+	    (r->group && r->group->sev.sigev_notify == SIGEV_SIGNAL))
+		return PX_SIGNALLED;
+	return PX_PLAIN;
+}
+
+static fsaio_ctx_t *get_ctx(int kind)
+{
+	fsaio_ctx_t *c = atomic_load_explicit(&engine[kind], memory_order_acquire);
 	struct fsaio_params p = { 0 };
 
 	if (c)
 		return c;
 	pthread_once(&init_once, init);
 	pthread_mutex_lock(&ctx_lock);
-	c = atomic_load_explicit(&engine, memory_order_relaxed);
+	c = atomic_load_explicit(&engine[kind], memory_order_relaxed);
 	if (!c) {
-		if (stale_engine) {
-			fsaio_ctx_destroy(stale_engine);
-			stale_engine = NULL;
+		if (stale_engine[kind]) {
+			fsaio_ctx_destroy(stale_engine[kind]);
+			stale_engine[kind] = NULL;
 		}
 		p.queue_depth = PX_DEPTH;
 		p.workers = want_workers;
 		p.complete = px__complete;
-		/* Misses go to worker threads unless FSAIO_BACKEND says: io_uring
-		 * would run its completion work in the submitting thread, and
-		 * that wakes a sigwaitinfo(2) there with EINTR, where POSIX AIO
-		 * programs commonly wait for their completion signals. */
-		if (!getenv("FSAIO_BACKEND"))
+		if (kind == PX_SIGNALLED && !getenv("FSAIO_BACKEND"))
 			p.miss_backend = FSAIO_BACKEND_THREADS;
 		if (fsaio_ctx_create(&p, &c) == 0)
-			atomic_store_explicit(&engine, c, memory_order_release);
+			atomic_store_explicit(&engine[kind], c, memory_order_release);
 		else
 			c = NULL;
 	}
@@ -195,7 +226,9 @@ struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool no
 		r->sev = cb->aio_sigevent;
 	else
 		r->sev.sigev_notify = SIGEV_NONE;
-	r->pid = getpid();
+	/* getpid is a system call: only a signal needs it. */
+	if (r->sev.sigev_notify == SIGEV_SIGNAL)
+		r->pid = getpid();
 	atomic_init(&r->refs, 1);
 	return r;
 }
@@ -366,7 +399,7 @@ static void dispatch(struct px_req *list)
  * with r unlinked and freed). */
 int px__submit_engine(struct px_req *r, bool submitter)
 {
-	fsaio_ctx_t *ctx = px__ctx();
+	fsaio_ctx_t *ctx = get_ctx(ctx_kind(r));
 	struct fsaio_req *one = &r->req;
 	int n;
 
@@ -505,7 +538,7 @@ static bool cancel_one(struct px_req *r)
 	}
 	if (st != PX_ENGINE)
 		return false;
-	ctx = atomic_load_explicit(&engine, memory_order_acquire);
+	ctx = atomic_load_explicit(&engine[ctx_kind(r)], memory_order_acquire);
 	/* 0: the engine took it back and completes it with -ECANCELED. */
 	ok = ctx && fsaio_cancel(ctx, &r->req) == 0;
 	if (ok) {

@@ -76,7 +76,7 @@ struct px_group {
 	_Atomic uint32_t pending;   /* requests not yet complete, +1 while lio_listio submits */
 	_Atomic uint32_t refs;      /* pending requests' share (1) + the LIO_WAIT caller (1) */
 	struct sigevent sev;        /* immutable copy; SIGEV_NONE for LIO_WAIT */
-	pid_t pid;                  /* immutable: the submitter, for si_pid */
+	pid_t pid;                  /* immutable: the submitter, for si_pid (SIGEV_SIGNAL only) */
 };
 
 struct px_req {
@@ -84,7 +84,7 @@ struct px_req {
 	struct aiocb *cb;           /* immutable: the program's control block */
 	struct px_group *group;     /* immutable: lio_listio's group, or NULL */
 	struct sigevent sev;        /* immutable copy of the request's notification */
-	pid_t pid;                  /* immutable: the submitter, for si_pid */
+	pid_t pid;                  /* immutable: the submitter, for si_pid (SIGEV_SIGNAL only) */
 	int fd;                     /* immutable */
 	uint8_t kind;               /* immutable: enum px_kind */
 	bool barrier;               /* immutable: waits for earlier requests (fsync, O_APPEND write) */
@@ -98,7 +98,6 @@ struct px_req {
 };
 
 /* core.c */
-fsaio_ctx_t *px__ctx(void);                     /* the process's engine context, made on first use */
 void px__set_workers(unsigned n);               /* aio_init's aio_threads, before first use */
 struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool notify);
 void px__free(struct px_req *r);
