@@ -34,6 +34,18 @@ bound() {
 	echo "$n $others"
 }
 
+# fsaio-run -P puts both drop-ins first in LD_PRELOAD; a bad path fails.
+# (Not in ASan builds: env and true would load ASan-built libraries.)
+if [ -z "${T_ASAN_PRELOAD:-}" ]; then
+	out=$(LD_PRELOAD= "$run" -P env | grep '^LD_PRELOAD=')
+	[ "$out" = "LD_PRELOAD=$FSAIO_SHIM:$FSAIO_POSIX_SHIM" ] || { echo "fsaio-run -P: $out"; exit 1; }
+	out=$(LD_PRELOAD= "$run" --posix-aio env | grep '^LD_PRELOAD=')
+	[ "$out" = "LD_PRELOAD=$FSAIO_SHIM:$FSAIO_POSIX_SHIM" ] || { echo "fsaio-run --posix-aio: $out"; exit 1; }
+	if FSAIO_POSIX_SHIM=/nonexistent.so "$run" -P true 2>/dev/null; then
+		echo "fsaio-run -P with a missing library must fail"; exit 1
+	fi
+fi
+
 if command -v stress-ng >/dev/null; then
 	echo "== stress-ng --aio, verified"
 	LD_DEBUG=bindings LD_DEBUG_OUTPUT="$dir/ld" \
