@@ -268,7 +268,7 @@ static void link_req(struct bucket *b, struct px_req *r)
 	else
 		b->head = r;
 	b->tail = r;
-	r->state = PX_ENGINE;
+	r->state = PX_SUBMITTING;
 	if (!r->barrier)
 		return;
 	for (struct px_req *x = r->prev; x; x = x->prev)
@@ -309,7 +309,7 @@ static void unlink_req(struct bucket *b, struct px_req *r, struct px_req **ready
 	r->next = r->prev = NULL;
 }
 
-/* PX_QUEUED -> PX_ENGINE: false if a canceller took it first. */
+/* PX_QUEUED -> PX_SUBMITTING: false if a canceller took it first. */
 static bool take_queued(struct px_req *r)
 {
 	struct bucket *b = bucket_of(r->fd);
@@ -318,7 +318,7 @@ static bool take_queued(struct px_req *r)
 	pthread_mutex_lock(&b->lock);
 	go = r->state == PX_QUEUED;
 	if (go)
-		r->state = PX_ENGINE;
+		r->state = PX_SUBMITTING;
 	pthread_mutex_unlock(&b->lock);
 	return go;
 }
@@ -411,9 +411,23 @@ int px__submit_engine(struct px_req *r, bool submitter)
 		px__finish(r, -EINVAL);
 		return 0;
 	}
+	/* A reference across the call: the engine may complete (and the
+	 * callback unreference) r before fsaio_submit returns. Until the
+	 * state says PX_ENGINE, aio_cancel leaves r alone: the engine's
+	 * cancel must not race its submit. */
+	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
 	n = ctx ? fsaio_submit(ctx, &one, 1) : -EAGAIN;
-	if (n == 1)
+	if (n == 1) {
+		struct bucket *b = bucket_of(r->fd);
+
+		pthread_mutex_lock(&b->lock);
+		if (r->state == PX_SUBMITTING)
+			r->state = PX_ENGINE;
+		pthread_mutex_unlock(&b->lock);
+		px__unref(r);
 		return 0;
+	}
+	atomic_fetch_sub_explicit(&r->refs, 1, memory_order_relaxed);
 	if ((n == -EAGAIN || n == -ENOMEM) && submitter) {
 		struct bucket *b = bucket_of(r->fd);
 		struct px_req *ready = NULL;

@@ -66,7 +66,8 @@ enum px_kind { PX_READ, PX_WRITE, PX_SYNC, PX_DSYNC, PX_BAD };
 enum px_state {
 	PX_HELD,        /* waits for earlier requests on its fd (blockers > 0) */
 	PX_QUEUED,      /* free to go, in the dispatcher's queue */
-	PX_ENGINE,      /* handed to the engine (or about to be) */
+	PX_SUBMITTING,  /* being handed to the engine: not to be cancelled yet */
+	PX_ENGINE,      /* the engine's: fsaio_cancel may take it back */
 	PX_CANCEL,      /* taken back by aio_cancel before the engine saw it */
 	PX_DONE,        /* status published; unlinked */
 };
