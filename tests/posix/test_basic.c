@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "t_px.h"
@@ -170,4 +171,44 @@ Test(basic, errno_untouched_on_success)
 	cr_assert_eq(aio_return(&cb), 512);
 	cr_assert_eq(errno, 4242);
 	close(fd);
+}
+
+/* Requests on one fd run concurrently through the drop-in: a write on a
+ * socket completes while a read on the same socket still waits for data.
+ * glibc runs one request per fd at a time: its write waits behind the
+ * read (lib/posix/README.md). */
+Test(basic, requests_on_one_fd_run_concurrently)
+{
+	static char in[16];
+	struct aiocb rd, wr;
+	const struct aiocb *list[1] = { &wr };
+	struct timespec brief = { 0, 50 * 1000 * 1000 };
+	char got[4];
+	int s[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, s), 0);
+	t_cb(&rd, s[0], in, sizeof(in), 0, LIO_READ);
+	cr_assert_eq(aio_read(&rd), 0);
+	t_cb(&wr, s[0], "ping", 4, 0, LIO_WRITE);
+	cr_assert_eq(aio_write(&wr), 0);
+	if (t_dropin()) {
+		cr_assert_eq(t_wait(&wr), 0);
+		cr_assert_eq(aio_return(&wr), 4);
+		cr_assert_eq(read(s[1], got, 4), 4);
+		cr_assert_eq(memcmp(got, "ping", 4), 0);
+		cr_assert_eq(aio_error(&rd), EINPROGRESS);
+	} else {
+		errno = 0;
+		cr_assert_eq(aio_suspend(list, 1, &brief), -1);
+		cr_assert_eq(errno, EAGAIN);
+		cr_assert_eq(aio_error(&wr), EINPROGRESS);
+	}
+	cr_assert_eq(write(s[1], "pong", 4), 4);
+	cr_assert_eq(t_wait(&rd), 0);
+	cr_assert_eq(aio_return(&rd), 4);
+	cr_assert_eq(memcmp(in, "pong", 4), 0);
+	cr_assert_eq(t_wait(&wr), 0);
+	cr_assert_eq(aio_return(&wr), 4);
+	close(s[0]);
+	close(s[1]);
 }
