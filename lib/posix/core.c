@@ -416,7 +416,9 @@ int px__submit_engine(struct px_req *r, bool submitter)
 	 * state says PX_ENGINE, aio_cancel leaves r alone: the engine's
 	 * cancel must not race its submit. */
 	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+	px__hold_begin();
 	n = ctx ? fsaio_submit(ctx, &one, 1) : -EAGAIN;
+	px__hold_end();
 	if (n == 1) {
 		struct bucket *b = bucket_of(r->fd);
 
@@ -554,7 +556,9 @@ static bool cancel_one(struct px_req *r)
 		return false;
 	ctx = atomic_load_explicit(&engine[ctx_kind(r)], memory_order_acquire);
 	/* 0: the engine took it back and completes it with -ECANCELED. */
+	px__hold_begin();
 	ok = ctx && fsaio_cancel(ctx, &r->req) == 0;
+	px__hold_end();
 	if (ok) {
 		/* aio_error must say ECANCELED once aio_cancel returns. */
 		px__wait_begin();

@@ -111,6 +111,10 @@ void px__finish(struct px_req *r, int64_t res);
 void px__unref(struct px_req *r);
 void px__group_put(struct px_group *g);
 void px__notify(const struct sigevent *sev, pid_t pid);
+/* Around a call into the engine: this thread's notifications are held
+ * and sent by px__hold_end. */
+void px__hold_begin(void);
+void px__hold_end(void);
 /* aio_cancel's work on one fd (cb NULL: all): AIO_CANCELED, _NOTCANCELED, _ALLDONE. */
 int px__cancel(int fd, struct aiocb *cb);
 

@@ -77,9 +77,47 @@ static void *notify_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * Notifications of requests completed inside the submitting call wait
+ * until the engine has returned: a signal handler that runs at once in
+ * this thread (and may siglongjmp away) must not find the engine midway.
+ * held[] is this thread's; more than PX_HOLD at once are sent directly.
+ */
+#define PX_HOLD 8
+static __thread struct held_note {
+	struct sigevent sev;
+	pid_t pid;
+} held[PX_HOLD];
+static __thread unsigned nheld;
+static __thread bool holding;
+
+void px__hold_begin(void)
+{
+	holding = true;
+}
+
+void px__hold_end(void)
+{
+	unsigned n = nheld;
+
+	holding = false;
+	nheld = 0;
+	for (unsigned i = 0; i < n; i++)
+		px__notify(&held[i].sev, held[i].pid);
+}
+
 void px__notify(const struct sigevent *sev, pid_t pid)
 {
 	int saved = errno;
+
+	if (sev->sigev_notify == SIGEV_NONE)
+		return;
+	if (holding && nheld < PX_HOLD) {
+		held[nheld].sev = *sev;
+		held[nheld].pid = pid;
+		nheld++;
+		return;
+	}
 
 	if (sev->sigev_notify == SIGEV_SIGNAL) {
 		siginfo_t si;
