@@ -19,7 +19,7 @@
  * one dispatcher thread of ours submits the requests that were held back
  * behind earlier ones on their fd (aio_fsync, O_APPEND writes).
  *
- * Locks, outer first: px_ctx_lock -> (engine) ; bucket->lock -> nothing.
+ * Locks, outer first: ctx_lock -> (engine); bucket->lock -> nothing.
  * A bucket lock is a leaf: never held across a call into the engine, which
  * may call px__complete with its own locks held, and px__complete takes a
  * bucket lock. disp_lock is a leaf too.
@@ -94,7 +94,8 @@ struct px_req {
 	uint8_t state;              /* enum px_state */
 	unsigned blockers;          /* earlier requests on the fd this one still waits for */
 	struct px_req *next, *prev; /* the bucket's requests, in submission order */
-	_Atomic uint32_t refs;      /* 1 while in flight, +1 per aio_cancel looking at it */
+	_Atomic uint32_t refs;      /* 1 while in flight, +1 for each aio_cancel looking at it,
+				     * the dispatcher queue holding it, the submitter in fsaio_submit */
 	struct px_req *dnext;       /* disp_lock: the dispatcher's queue */
 };
 
