@@ -86,6 +86,7 @@ extern const struct bench_method bench_m_fsaio_direct, bench_m_fsaio_nora;
 extern const struct bench_method bench_m_kaio_buffered, bench_m_kaio_direct;
 extern const struct bench_method bench_m_uring_buffered, bench_m_uring_direct;
 extern const struct bench_method bench_m_posix_aio, bench_m_pread, bench_m_threads;
+extern const struct bench_method bench_m_fsaio_posix;
 
 /* All methods in table order. */
 extern const struct bench_method *const bench_methods[];

@@ -19,6 +19,7 @@ const struct bench_method *const bench_methods[] = {
 	&bench_m_uring_direct,
 	&bench_m_uring_buffered,
 	&bench_m_posix_aio,
+	&bench_m_fsaio_posix,
 	&bench_m_pread,
 	&bench_m_threads,
 	&bench_m_fsaio_direct,

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: the exported entry points, glibc's POSIX AIO ABI on x86-64.
+ *
+ * Each function is exported under the versions a program may have bound:
+ * GLIBC_2.34 (libc.so.6 since glibc 2.34, the default for new links) and
+ * GLIBC_2.2.5 (librt.so.1 before, and libc's compatibility copies), plus
+ * lio_listio's GLIBC_2.4 (see lio below). The *64 forms take struct
+ * aiocb64, which on x86-64 is struct aiocb (px.h checks it).
+ *
+ * errno: set on failure as POSIX says; left as it was on success. No
+ * entry point but aio_suspend is a cancellation point (submitting runs
+ * with cancellation disabled, as the engine's calls do).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "px.h"
+#include "../nocancel.h"
+
+#define SYMVER(s) __attribute__((symver(s)))
+#define PX_EXPORT(name, type, args) \
+	PX_API SYMVER(#name "@@GLIBC_2.34") SYMVER(#name "@GLIBC_2.2.5") type px_##name args
+
+static int fail(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* glibc refuses a priority outside [0, AIO_PRIO_DELTA_MAX] at submit,
+ * and leaves EINVAL and -1 in the aiocb. */
+static bool bad_prio(struct aiocb *cb)
+{
+	if (cb->aio_reqprio >= 0 && cb->aio_reqprio <= AIO_PRIO_DELTA_MAX)
+		return false;
+	cb->__return_value = -1;
+	atomic_store_explicit((_Atomic int *)&cb->__error_code, EINVAL, memory_order_release);
+	return true;
+}
+
+static int submit_one(struct aiocb *cb, int kind, struct px_group *g, bool notify)
+{
+	struct px_req *r;
+	int ret;
+
+	/* glibc checks the priority of reads and writes, not of aio_fsync. */
+	if ((kind == PX_READ || kind == PX_WRITE || kind == PX_BAD) && bad_prio(cb))
+		return -EINVAL;
+	r = px__alloc(cb, kind, g, notify);
+	if (!r) {
+		cb->__return_value = -1;
+		atomic_store_explicit((_Atomic int *)&cb->__error_code, EAGAIN,
+				      memory_order_release);
+		return -EAGAIN;
+	}
+	if (g)
+		atomic_fetch_add_explicit(&g->pending, 1, memory_order_relaxed);
+	ret = px__submit(r);
+	if (ret && g)
+		atomic_fetch_sub_explicit(&g->pending, 1, memory_order_relaxed);
+	return ret;
+}
+
+static int rw(struct aiocb *cb, int kind)
+{
+	int saved = errno, cs = fsaio__nocancel_begin();
+	int ret = submit_one(cb, kind, NULL, true);
+
+	fsaio__nocancel_end(cs);
+	if (ret)
+		return fail(-ret);
+	errno = saved;
+	return 0;
+}
+
+PX_EXPORT(aio_read, int, (struct aiocb *cb)) { return rw(cb, PX_READ); }
+PX_EXPORT(aio_read64, int, (struct aiocb64 *cb)) { return rw((struct aiocb *)cb, PX_READ); }
+PX_EXPORT(aio_write, int, (struct aiocb *cb)) { return rw(cb, PX_WRITE); }
+PX_EXPORT(aio_write64, int, (struct aiocb64 *cb)) { return rw((struct aiocb *)cb, PX_WRITE); }
+
+static int do_fsync(int op, struct aiocb *cb)
+{
+	int saved = errno;
+
+	if (op != O_SYNC && op != O_DSYNC)
+		return fail(EINVAL);
+	/* glibc checks the descriptor here, not in the request. */
+	if (fcntl(cb->aio_fildes, F_GETFL) == -1)
+		return fail(EBADF);
+	errno = saved;
+	return rw(cb, op == O_SYNC ? PX_SYNC : PX_DSYNC);
+}
+
+PX_EXPORT(aio_fsync, int, (int op, struct aiocb *cb)) { return do_fsync(op, cb); }
+PX_EXPORT(aio_fsync64, int, (int op, struct aiocb64 *cb)) { return do_fsync(op, (struct aiocb *)cb); }
+
+static int error_of(const struct aiocb *cb)
+{
+	return atomic_load_explicit((_Atomic int *)&cb->__error_code, memory_order_acquire);
+}
+
+PX_EXPORT(aio_error, int, (const struct aiocb *cb)) { return error_of(cb); }
+PX_EXPORT(aio_error64, int, (const struct aiocb64 *cb)) { return error_of((const struct aiocb *)cb); }
+
+static ssize_t return_of(struct aiocb *cb)
+{
+	(void)error_of(cb);     /* acquire: the value written before the status */
+	return cb->__return_value;
+}
+
+PX_EXPORT(aio_return, ssize_t, (struct aiocb *cb)) { return return_of(cb); }
+PX_EXPORT(aio_return64, ssize_t, (struct aiocb64 *cb)) { return return_of((struct aiocb *)cb); }
+
+static int cancel(int fd, struct aiocb *cb)
+{
+	int saved = errno, cs, ret;
+
+	if (fcntl(fd, F_GETFL) == -1)
+		return fail(EBADF);
+	if (cb && cb->aio_fildes != fd)
+		return fail(EINVAL);
+	cs = fsaio__nocancel_begin();
+	ret = px__cancel(fd, cb);
+	fsaio__nocancel_end(cs);
+	errno = saved;
+	return ret;
+}
+
+PX_EXPORT(aio_cancel, int, (int fd, struct aiocb *cb)) { return cancel(fd, cb); }
+PX_EXPORT(aio_cancel64, int, (int fd, struct aiocb64 *cb)) { return cancel(fd, (struct aiocb *)cb); }
+
+static void deadline_after(const struct timespec *rel, struct timespec *abs)
+{
+	clock_gettime(CLOCK_MONOTONIC, abs);
+	abs->tv_sec += rel->tv_sec;
+	abs->tv_nsec += rel->tv_nsec;
+	if (abs->tv_nsec >= 1000000000L) {
+		abs->tv_sec++;
+		abs->tv_nsec -= 1000000000L;
+	}
+}
+
+static int suspend(const struct aiocb *const list[], int nent, const struct timespec *timeout)
+{
+	struct timespec dl;
+	int saved = errno, ret = 0;
+
+	if (nent < 0)
+		return fail(EINVAL);
+	if (timeout) {
+		if (timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L || timeout->tv_sec < 0)
+			return fail(EINVAL);
+		deadline_after(timeout, &dl);
+	}
+	pthread_testcancel();
+	px__wait_begin();
+	for (;;) {
+		uint32_t seen = atomic_load(&px__seq);
+		bool pending = false, done = false;
+
+		for (int i = 0; i < nent && !done; i++) {
+			if (!list[i])
+				continue;
+			if (error_of(list[i]) == EINPROGRESS)
+				pending = true;
+			else
+				done = true;
+		}
+		if (done || !pending)
+			break;
+		ret = px__wait(seen, timeout ? &dl : NULL);
+		if (ret == -ETIMEDOUT) {
+			ret = -EAGAIN;
+			break;
+		}
+		if (ret == -EINTR)
+			break;
+		ret = 0;
+	}
+	px__wait_end();
+	if (ret)
+		return fail(-ret);
+	errno = saved;
+	return 0;
+}
+
+PX_EXPORT(aio_suspend, int, (const struct aiocb *const list[], int nent, const struct timespec *timeout))
+{
+	return suspend(list, nent, timeout);
+}
+
+PX_EXPORT(aio_suspend64, int, (const struct aiocb64 *const list[], int nent,
+			       const struct timespec *timeout))
+{
+	return suspend((const struct aiocb *const *)list, nent, timeout);
+}
+
+/*
+ * lio_listio: every element that is not NULL or LIO_NOP is submitted as
+ * aio_read/aio_write would be; sig fires once all of them are complete
+ * (LIO_NOWAIT), or the caller waits for that (LIO_WAIT). The elements'
+ * own notifications are sent too, by every version of it (glibc 2.36's
+ * GLIBC_2.2.5 form sends them as well).
+ */
+static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
+{
+	struct px_group *g;
+	int saved = errno, cs, err = 0;
+	bool last;
+
+	if (mode != LIO_WAIT && mode != LIO_NOWAIT)
+		return fail(EINVAL);
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return fail(EAGAIN);
+	atomic_init(&g->pending, 1);
+	atomic_init(&g->refs, mode == LIO_WAIT ? 2 : 1);
+	g->sev.sigev_notify = SIGEV_NONE;
+	if (mode == LIO_NOWAIT && sig)
+		g->sev = *sig;
+	if (g->sev.sigev_notify == SIGEV_SIGNAL)
+		g->pid = getpid();
+
+	cs = fsaio__nocancel_begin();
+	for (int i = 0; i < nent; i++) {
+		struct aiocb *cb = list[i];
+		int kind, r;
+
+		if (!cb || cb->aio_lio_opcode == LIO_NOP)
+			continue;
+		kind = cb->aio_lio_opcode == LIO_READ ? PX_READ :
+		       cb->aio_lio_opcode == LIO_WRITE ? PX_WRITE : PX_BAD;
+		r = submit_one(cb, kind, g, true);
+		if (r)
+			err = -r;
+	}
+	fsaio__nocancel_end(cs);
+	/* The submitter's own share: the list may be complete already. */
+	last = atomic_fetch_sub_explicit(&g->pending, 1, memory_order_acq_rel) == 1;
+	if (last) {
+		px__notify(&g->sev, g->pid);
+		px__group_put(g);
+	}
+	if (mode == LIO_WAIT) {
+		int w = 0;
+
+		px__wait_begin();
+		for (;;) {
+			uint32_t seen = atomic_load(&px__seq);
+
+			if (atomic_load_explicit(&g->pending, memory_order_acquire) == 0)
+				break;
+			w = px__wait(seen, NULL);
+			if (w == -EINTR)
+				break;
+		}
+		px__wait_end();
+		px__group_put(g);
+		if (w == -EINTR)
+			return fail(EINTR);
+		if (!err)
+			for (int i = 0; i < nent && !err; i++)
+				if (list[i] && list[i]->aio_lio_opcode != LIO_NOP &&
+				    error_of(list[i]) != 0)
+					err = EIO;
+		if (err)
+			return fail(EIO);
+		errno = saved;
+		return 0;
+	}
+	if (err)
+		return fail(err);
+	errno = saved;
+	return 0;
+}
+
+PX_API SYMVER("lio_listio@@GLIBC_2.34") SYMVER("lio_listio@GLIBC_2.4")
+int px_lio_listio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
+{
+	return lio(mode, list, nent, sig);
+}
+
+PX_API SYMVER("lio_listio64@@GLIBC_2.34") SYMVER("lio_listio64@GLIBC_2.4")
+int px_lio_listio64(int mode, struct aiocb64 *const list[], int nent, struct sigevent *sig)
+{
+	return lio(mode, (struct aiocb *const *)list, nent, sig);
+}
+
+PX_API SYMVER("lio_listio@GLIBC_2.2.5")
+int px_lio_listio_old(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
+{
+	return lio(mode, list, nent, sig);
+}
+
+PX_API SYMVER("lio_listio64@GLIBC_2.2.5")
+int px_lio_listio64_old(int mode, struct aiocb64 *const list[], int nent, struct sigevent *sig)
+{
+	return lio(mode, (struct aiocb *const *)list, nent, sig);
+}
+
+/* glibc's tuning: aio_threads bounds its helper threads; here it bounds the
+ * engine's workers, if given before the first request. */
+static void init(const struct aioinit *in)
+{
+	if (in && in->aio_threads > 0)
+		px__set_workers((unsigned)in->aio_threads);
+}
+
+PX_EXPORT(aio_init, void, (const struct aioinit *in)) { init(in); }

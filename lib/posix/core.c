@@ -1,0 +1,619 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: requests in flight, their order on an fd, completion and fork.
+ *
+ * Two engine contexts serve the process (get_ctx: one for requests
+ * notified by a signal, one for the rest), created on first use with a
+ * completion callback, px__complete: every request's status goes
+ * straight into the program's aiocb, so nothing is reaped. A cache hit is
+ * completed by the engine inside the submitting call.
+ *
+ * Order on an fd. Requests on one fd run concurrently, except where POSIX
+ * or the file's mode gives an order that the program can rely on:
+ *   - aio_fsync covers every request on the fd queued before it: it is a
+ *     barrier, held until those have completed, then given to the engine;
+ *   - a write on an O_APPEND fd is a barrier behind the earlier writes and
+ *     fsyncs on the fd, so appends land in submission order.
+ * Every request in flight is linked, in submission order, on the list of
+ * its fd's bucket (fd % PX_BUCKETS). A barrier counts, when linked, the
+ * earlier requests it waits for (blockers); each of those decrements it
+ * when it is unlinked, and the one that brings it to 0 queues it for the
+ * dispatcher thread, which submits it (the engine's callback may not call
+ * into the engine).
+ *
+ * Locks: bucket->lock guards its list and the state, blockers and links of
+ * its requests; ctx_lock the engine context's creation; disp_lock the
+ * dispatcher's queue. All are leaves (see px.h).
+ *
+ * fork(): the child has none of the parent's threads or requests. The
+ * child handler empties the buckets and the dispatcher's queue and drops
+ * the engine context, so the child's calls see only its own requests and
+ * its first submit makes a fresh context. The parent's aiocbs keep in the
+ * child whatever status they had (their memory is a copy), as with glibc.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "px.h"
+#include "../nocancel.h"
+
+#define PX_BUCKETS 64
+#define PX_DEPTH (1u << 20)     /* the engine's limit: requests in flight */
+
+struct bucket {
+	pthread_mutex_t lock;
+	struct px_req *head, *tail; /* lock: requests in flight, submission order */
+	unsigned nheld;             /* lock: requests in state PX_HELD */
+};
+
+static struct bucket buckets[PX_BUCKETS];
+
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Two engine contexts, made on first use: PX_SIGNALLED carries the
+ * requests notified by a signal (their own or their list's) with worker
+ * threads only; PX_PLAIN the others with the engine's choice (io_uring
+ * where it serves). io_uring runs a request's completion work in the
+ * submitting thread, which wakes a sigwaitinfo(2) sleeping there with
+ * EINTR: that is where POSIX AIO programs wait for their signals. */
+enum { PX_PLAIN, PX_SIGNALLED, PX_NCTX };
+static _Atomic(fsaio_ctx_t *) engine[PX_NCTX];  /* set under ctx_lock; read with acquire */
+static fsaio_ctx_t *stale_engine[PX_NCTX];      /* ctx_lock: the parent's, in a forked child */
+static unsigned want_workers;           /* ctx_lock: aio_init's aio_threads */
+
+static pthread_mutex_t disp_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t disp_cond = PTHREAD_COND_INITIALIZER;
+static struct px_req *disp_head, *disp_tail;    /* disp_lock */
+static bool disp_running;                       /* disp_lock */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static struct bucket *bucket_of(int fd)
+{
+	return &buckets[(unsigned)fd % PX_BUCKETS];
+}
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&ctx_lock);
+	pthread_mutex_lock(&disp_lock);
+	for (unsigned i = 0; i < PX_BUCKETS; i++)
+		pthread_mutex_lock(&buckets[i].lock);
+}
+
+static void fork_parent(void)
+{
+	for (unsigned i = 0; i < PX_BUCKETS; i++)
+		pthread_mutex_unlock(&buckets[i].lock);
+	pthread_mutex_unlock(&disp_lock);
+	pthread_mutex_unlock(&ctx_lock);
+}
+
+static void fork_child(void)
+{
+	/* The parent's requests are not the child's: forget them. Their
+	 * records are freed; no thread of the child refers to them. */
+	for (unsigned i = 0; i < PX_BUCKETS; i++) {
+		struct bucket *b = &buckets[i];
+		struct px_req *r = b->head, *n;
+
+		for (; r; r = n) {
+			n = r->next;
+			free(r);
+		}
+		b->head = b->tail = NULL;
+		b->nheld = 0;
+		pthread_mutex_unlock(&b->lock);
+	}
+	disp_head = disp_tail = NULL;
+	disp_running = false;
+	pthread_cond_init(&disp_cond, NULL);
+	pthread_mutex_unlock(&disp_lock);
+	/* The engine's own fork handler makes the old context answer only
+	 * to destroy (memory only); the next get_ctx does that. */
+	for (int i = 0; i < PX_NCTX; i++) {
+		stale_engine[i] = atomic_load_explicit(&engine[i], memory_order_relaxed);
+		atomic_store_explicit(&engine[i], NULL, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&ctx_lock);
+}
+
+/* FSAIO_STATS=1: the engine's counters on stderr at exit, one line. */
+static void print_stats(void)
+{
+	struct fsaio_stats sum = { 0 }, st;
+	bool any = false;
+
+	for (int i = 0; i < PX_NCTX; i++) {
+		fsaio_ctx_t *c = atomic_load_explicit(&engine[i], memory_order_acquire);
+
+		if (!c || fsaio_get_stats(c, &st) != 0)
+			continue;
+		any = true;
+		sum.requests += st.requests;
+		sum.completed_inline += st.completed_inline;
+		sum.partial_inline += st.partial_inline;
+		sum.queued += st.queued;
+		sum.cancelled += st.cancelled;
+		sum.bytes_inline += st.bytes_inline;
+		sum.bytes_worker += st.bytes_worker;
+		sum.bytes_uring += st.bytes_uring;
+	}
+	if (!any)
+		return;
+	fprintf(stderr, "libfsaio-posixaio[%d]: requests %llu inline %llu partial %llu "
+		"queued %llu cancelled %llu bytes_inline %llu bytes_worker %llu bytes_uring %llu\n",
+		(int)getpid(), (unsigned long long)sum.requests,
+		(unsigned long long)sum.completed_inline, (unsigned long long)sum.partial_inline,
+		(unsigned long long)sum.queued, (unsigned long long)sum.cancelled,
+		(unsigned long long)sum.bytes_inline, (unsigned long long)sum.bytes_worker,
+		(unsigned long long)sum.bytes_uring);
+}
+
+static void init(void)
+{
+	const char *s = getenv("FSAIO_STATS");
+
+	for (unsigned i = 0; i < PX_BUCKETS; i++)
+		pthread_mutex_init(&buckets[i].lock, NULL);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	if (s && *s && strcmp(s, "0") != 0)
+		atexit(print_stats);
+}
+
+void px__set_workers(unsigned n)
+{
+	pthread_once(&init_once, init);
+	pthread_mutex_lock(&ctx_lock);
+	want_workers = n;
+	pthread_mutex_unlock(&ctx_lock);
+}
+
+/* The context for r: FSAIO_BACKEND, when set, applies to both. */
+static int ctx_kind(const struct px_req *r)
+{
+	if (r->sev.sigev_notify == SIGEV_SIGNAL ||
+	    (r->group && r->group->sev.sigev_notify == SIGEV_SIGNAL))
+		return PX_SIGNALLED;
+	return PX_PLAIN;
+}
+
+static fsaio_ctx_t *get_ctx(int kind)
+{
+	fsaio_ctx_t *c = atomic_load_explicit(&engine[kind], memory_order_acquire);
+	struct fsaio_params p = { 0 };
+
+	if (c)
+		return c;
+	pthread_once(&init_once, init);
+	pthread_mutex_lock(&ctx_lock);
+	c = atomic_load_explicit(&engine[kind], memory_order_relaxed);
+	if (!c) {
+		if (stale_engine[kind]) {
+			fsaio_ctx_destroy(stale_engine[kind]);
+			stale_engine[kind] = NULL;
+		}
+		p.queue_depth = PX_DEPTH;
+		p.workers = want_workers;
+		p.complete = px__complete;
+		if (kind == PX_SIGNALLED && !getenv("FSAIO_BACKEND"))
+			p.miss_backend = FSAIO_BACKEND_THREADS;
+		if (fsaio_ctx_create(&p, &c) == 0)
+			atomic_store_explicit(&engine[kind], c, memory_order_release);
+		else
+			c = NULL;
+	}
+	pthread_mutex_unlock(&ctx_lock);
+	return c;
+}
+
+struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool notify)
+{
+	struct px_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->cb = cb;
+	r->group = g;
+	r->fd = cb->aio_fildes;
+	r->kind = (uint8_t)kind;
+	if (notify)
+		r->sev = cb->aio_sigevent;
+	else
+		r->sev.sigev_notify = SIGEV_NONE;
+	/* getpid is a system call: only a signal needs it. */
+	if (r->sev.sigev_notify == SIGEV_SIGNAL)
+		r->pid = getpid();
+	atomic_init(&r->refs, 1);
+	return r;
+}
+
+void px__free(struct px_req *r)
+{
+	free(r);
+}
+
+void px__unref(struct px_req *r)
+{
+	if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
+		free(r);
+}
+
+void px__group_put(struct px_group *g)
+{
+	if (atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) == 1)
+		free(g);
+}
+
+/* Does barrier b wait for the earlier request x on its fd? */
+static bool waits_for(const struct px_req *b, const struct px_req *x)
+{
+	if (b->kind == PX_SYNC || b->kind == PX_DSYNC)
+		return true;
+	return x->ordered;
+}
+
+/* Append r to its bucket and count what it waits for. bucket lock held. */
+static void link_req(struct bucket *b, struct px_req *r)
+{
+	r->prev = b->tail;
+	r->next = NULL;
+	if (b->tail)
+		b->tail->next = r;
+	else
+		b->head = r;
+	b->tail = r;
+	r->state = PX_SUBMITTING;
+	if (!r->barrier)
+		return;
+	for (struct px_req *x = r->prev; x; x = x->prev)
+		if (x->fd == r->fd && waits_for(r, x))
+			r->blockers++;
+	if (r->blockers) {
+		r->state = PX_HELD;
+		b->nheld++;
+	}
+}
+
+/* Take r off its bucket; the barriers it held that are now free are
+ * returned through *ready (linked by dnext). bucket lock held. */
+static void unlink_req(struct bucket *b, struct px_req *r, struct px_req **ready)
+{
+	if (b->nheld) {
+		for (struct px_req *y = r->next; y; y = y->next) {
+			if (y->fd != r->fd || y->state != PX_HELD || !waits_for(y, r))
+				continue;
+			if (--y->blockers == 0) {
+				/* The dispatcher's queue holds a reference. */
+				y->state = PX_QUEUED;
+				b->nheld--;
+				atomic_fetch_add_explicit(&y->refs, 1, memory_order_relaxed);
+				y->dnext = *ready;
+				*ready = y;
+			}
+		}
+	}
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		b->head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		b->tail = r->prev;
+	r->next = r->prev = NULL;
+}
+
+/* PX_QUEUED -> PX_SUBMITTING: false if a canceller took it first. */
+static bool take_queued(struct px_req *r)
+{
+	struct bucket *b = bucket_of(r->fd);
+	bool go;
+
+	pthread_mutex_lock(&b->lock);
+	go = r->state == PX_QUEUED;
+	if (go)
+		r->state = PX_SUBMITTING;
+	pthread_mutex_unlock(&b->lock);
+	return go;
+}
+
+/* The dispatcher: submits the barriers whose earlier requests are done. */
+static void *dispatcher(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&disp_lock);
+	for (;;) {
+		struct px_req *r;
+
+		while (!disp_head)
+			pthread_cond_wait(&disp_cond, &disp_lock);
+		r = disp_head;
+		disp_head = r->dnext;
+		if (!disp_head)
+			disp_tail = NULL;
+		pthread_mutex_unlock(&disp_lock);
+		r->dnext = NULL;
+		if (take_queued(r))
+			(void)px__submit_engine(r, false);
+		px__unref(r);
+		pthread_mutex_lock(&disp_lock);
+	}
+	return NULL;
+}
+
+static void dispatch(struct px_req *list)
+{
+	struct px_req *n;
+	bool failed = false;
+
+	pthread_mutex_lock(&disp_lock);
+	if (!disp_running) {
+		pthread_attr_t attr;
+		pthread_t t;
+		sigset_t all, old;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, dispatcher, NULL) == 0)
+			disp_running = true;
+		else
+			failed = true;
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	if (!failed) {
+		for (; list; list = n) {
+			n = list->dnext;
+			list->dnext = NULL;
+			if (disp_tail)
+				disp_tail->dnext = list;
+			else
+				disp_head = list;
+			disp_tail = list;
+		}
+		pthread_cond_signal(&disp_cond);
+	}
+	pthread_mutex_unlock(&disp_lock);
+	/* No thread to submit them: they fail as glibc's requests do when
+	 * it cannot start one. */
+	for (; list; list = n) {
+		n = list->dnext;
+		list->dnext = NULL;
+		if (take_queued(list))
+			px__finish(list, -EAGAIN);
+		px__unref(list);
+	}
+}
+
+/* Hand r to the engine. A refusal is the request's own error, as the
+ * system call's would be in glibc's thread; only a full engine or a lack of
+ * memory is a submit error, reported when the submitter asks (-EAGAIN,
+ * with r unlinked and freed). */
+int px__submit_engine(struct px_req *r, bool submitter)
+{
+	fsaio_ctx_t *ctx = get_ctx(ctx_kind(r));
+	struct fsaio_req *one = &r->req;
+	int n;
+
+	if (r->kind == PX_BAD || ((r->kind == PX_READ || r->kind == PX_WRITE) &&
+				  r->req.offset < 0)) {
+		/* pread(2) and pwrite(2) refuse a negative offset with EINVAL
+		 * (before they look at the fd), and glibc's thread reports a
+		 * bad lio_opcode as EINVAL: the request's error, not submit's. */
+		px__finish(r, -EINVAL);
+		return 0;
+	}
+	/* A reference across the call: the engine may complete (and the
+	 * callback unreference) r before fsaio_submit returns. Until the
+	 * state says PX_ENGINE, aio_cancel leaves r alone: the engine's
+	 * cancel must not race its submit. */
+	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+	px__hold_begin();
+	n = ctx ? fsaio_submit(ctx, &one, 1) : -EAGAIN;
+	px__hold_end();
+	if (n == 1) {
+		struct bucket *b = bucket_of(r->fd);
+
+		pthread_mutex_lock(&b->lock);
+		if (r->state == PX_SUBMITTING)
+			r->state = PX_ENGINE;
+		pthread_mutex_unlock(&b->lock);
+		px__unref(r);
+		return 0;
+	}
+	atomic_fetch_sub_explicit(&r->refs, 1, memory_order_relaxed);
+	if ((n == -EAGAIN || n == -ENOMEM) && submitter) {
+		struct bucket *b = bucket_of(r->fd);
+		struct px_req *ready = NULL;
+
+		pthread_mutex_lock(&b->lock);
+		unlink_req(b, r, &ready);
+		pthread_mutex_unlock(&b->lock);
+		if (ready)
+			dispatch(ready);
+		r->cb->__return_value = -1;
+		atomic_store_explicit((_Atomic int *)&r->cb->__error_code, EAGAIN,
+				      memory_order_release);
+		px__free(r);
+		return -EAGAIN;
+	}
+	px__finish(r, n == -ENOMEM ? -EAGAIN : n);
+	return 0;
+}
+
+int px__submit(struct px_req *r)
+{
+	struct aiocb *cb = r->cb;
+	struct bucket *b = bucket_of(r->fd);
+	void *buf = (void *)cb->aio_buf;
+	bool held;
+	int fl;
+
+	pthread_once(&init_once, init);
+	switch (r->kind) {
+	case PX_READ:
+		fsaio_prep_pread(&r->req, r->fd, buf, cb->aio_nbytes, cb->aio_offset);
+		break;
+	case PX_WRITE:
+		fsaio_prep_pwrite(&r->req, r->fd, buf, cb->aio_nbytes, cb->aio_offset);
+		r->ordered = true;
+		fl = fcntl(r->fd, F_GETFL);
+		r->barrier = fl >= 0 && (fl & O_APPEND);
+		break;
+	case PX_SYNC:
+	case PX_DSYNC:
+		if (r->kind == PX_SYNC)
+			fsaio_prep_fsync(&r->req, r->fd);
+		else
+			fsaio_prep_fdatasync(&r->req, r->fd);
+		r->ordered = true;
+		r->barrier = true;
+		break;
+	default:
+		break;
+	}
+	r->req.user_data = r;
+	cb->__return_value = 0;
+	atomic_store_explicit((_Atomic int *)&cb->__error_code, EINPROGRESS, memory_order_release);
+
+	pthread_mutex_lock(&b->lock);
+	link_req(b, r);
+	held = r->state == PX_HELD;
+	pthread_mutex_unlock(&b->lock);
+	if (held)
+		return 0;
+	return px__submit_engine(r, true);
+}
+
+void px__finish(struct px_req *r, int64_t res)
+{
+	struct aiocb *cb = r->cb;
+	struct bucket *b = bucket_of(r->fd);
+	struct px_req *ready = NULL;
+	struct px_group *g = r->group;
+
+	/* The status first; after the store the aiocb is the program's again
+	 * (it may resubmit it at once), so it is not touched again. */
+	cb->__return_value = res < 0 ? -1 : (ssize_t)res;
+	atomic_store_explicit((_Atomic int *)&cb->__error_code, res < 0 ? (int)-res : 0,
+			      memory_order_release);
+
+	pthread_mutex_lock(&b->lock);
+	r->state = PX_DONE;
+	unlink_req(b, r, &ready);
+	pthread_mutex_unlock(&b->lock);
+
+	px__notify(&r->sev, r->pid);
+	if (g && atomic_fetch_sub_explicit(&g->pending, 1, memory_order_acq_rel) == 1) {
+		px__notify(&g->sev, g->pid);
+		px__wake();
+		px__group_put(g);
+	} else {
+		px__wake();
+	}
+	if (ready)
+		dispatch(ready);
+	px__unref(r);
+}
+
+void px__complete(void *arg, const struct fsaio_event *ev)
+{
+	(void)arg;
+	px__finish(ev->user_data, ev->res);
+}
+
+/* Cancel one request found on the fd: true if it will never run. */
+static bool cancel_one(struct px_req *r)
+{
+	struct bucket *b = bucket_of(r->fd);
+	fsaio_ctx_t *ctx;
+	uint8_t st;
+	bool ok;
+
+	pthread_mutex_lock(&b->lock);
+	st = r->state;
+	if (st == PX_HELD || st == PX_QUEUED) {
+		/* Not given to the engine yet: ours to complete. */
+		if (st == PX_HELD)
+			b->nheld--;
+		r->state = PX_CANCEL;
+		r->blockers = 0;
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (st == PX_HELD || st == PX_QUEUED) {
+		px__finish(r, -ECANCELED);
+		return true;
+	}
+	if (st != PX_ENGINE)
+		return false;
+	ctx = atomic_load_explicit(&engine[ctx_kind(r)], memory_order_acquire);
+	/* 0: the engine took it back and completes it with -ECANCELED. */
+	px__hold_begin();
+	ok = ctx && fsaio_cancel(ctx, &r->req) == 0;
+	px__hold_end();
+	if (ok) {
+		/* aio_error must say ECANCELED once aio_cancel returns. */
+		px__wait_begin();
+		for (;;) {
+			uint32_t seen = atomic_load(&px__seq);
+
+			pthread_mutex_lock(&b->lock);
+			st = r->state;
+			pthread_mutex_unlock(&b->lock);
+			if (st == PX_DONE)
+				break;
+			px__wait(seen, NULL);
+		}
+		px__wait_end();
+	}
+	return ok;
+}
+
+int px__cancel(int fd, struct aiocb *cb)
+{
+	struct bucket *b = bucket_of(fd);
+	struct px_req *stack[16], **v = stack;
+	size_t n = 0, cap = 16;
+	bool all = true;
+
+	pthread_once(&init_once, init);
+	pthread_mutex_lock(&b->lock);
+	/* Latest first, so that cancelling one does not free a later barrier. */
+	for (struct px_req *x = b->tail; x; x = x->prev) {
+		if (x->fd != fd || (cb && x->cb != cb) || x->state == PX_DONE)
+			continue;
+		if (n == cap) {
+			struct px_req **nv = malloc(2 * cap * sizeof(*nv));
+
+			if (!nv)
+				break;
+			memcpy(nv, v, n * sizeof(*nv));
+			if (v != stack)
+				free(v);
+			v = nv;
+			cap *= 2;
+		}
+		atomic_fetch_add_explicit(&x->refs, 1, memory_order_relaxed);
+		v[n++] = x;
+	}
+	pthread_mutex_unlock(&b->lock);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!cancel_one(v[i]))
+			all = false;
+		px__unref(v[i]);
+	}
+	if (v != stack)
+		free(v);
+	if (!n)
+		return AIO_ALLDONE;
+	return all ? AIO_CANCELED : AIO_NOTCANCELED;
+}

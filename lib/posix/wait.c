@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: waiting for completions, and the notifications a completion sends.
+ *
+ * One futex word, px__seq, is bumped by every completion (after the status
+ * is in the aiocb); aio_suspend, lio_listio(LIO_WAIT) and aio_cancel wait
+ * on it and look again at what they wait for. waiters counts the sleepers,
+ * so that a completion makes the wake system call only when someone
+ * sleeps. Both are seq_cst: a completion bumps seq and then reads waiters,
+ * a waiter bumps waiters and then reads seq before it looks at the status.
+ *
+ * The sleep is FUTEX_WAIT_BITSET on an absolute CLOCK_MONOTONIC deadline,
+ * as glibc's aio_suspend sleeps: a signal handler ends it with EINTR when
+ * there is a deadline, and with none it is restarted if the handler was
+ * installed with SA_RESTART.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "px.h"
+
+_Atomic uint32_t px__seq;
+static _Atomic uint32_t waiters;
+
+void px__wait_begin(void)
+{
+	atomic_fetch_add(&waiters, 1);
+}
+
+void px__wait_end(void)
+{
+	atomic_fetch_sub(&waiters, 1);
+}
+
+void px__wake(void)
+{
+	atomic_fetch_add(&px__seq, 1);
+	if (atomic_load(&waiters))
+		syscall(SYS_futex, &px__seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+int px__wait(uint32_t seen, const struct timespec *deadline)
+{
+	int saved = errno;
+	long r = syscall(SYS_futex, &px__seq, FUTEX_WAIT_BITSET_PRIVATE, seen, deadline,
+			 NULL, FUTEX_BITSET_MATCH_ANY);
+	int e = errno;
+
+	errno = saved;
+	if (r == 0 || e == EAGAIN)
+		return 0;
+	return -e;
+}
+
+/* SIGEV_THREAD: the program's function, on a thread of its own. */
+struct notify_call {
+	void (*fn)(union sigval);
+	union sigval value;
+};
+
+static void *notify_thread(void *arg)
+{
+	struct notify_call c = *(struct notify_call *)arg;
+	sigset_t none;
+
+	free(arg);
+	/* Created from a thread that may block every signal (an engine
+	 * worker): the function runs with none blocked, as glibc's does. */
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	c.fn(c.value);
+	return NULL;
+}
+
+/*
+ * Notifications of requests completed inside the submitting call wait
+ * until the engine has returned: a signal handler that runs at once in
+ * this thread (and may siglongjmp away) must not find the engine midway.
+ * held[] is this thread's; more than PX_HOLD at once are sent directly.
+ */
+#define PX_HOLD 8
+static __thread struct held_note {
+	struct sigevent sev;
+	pid_t pid;
+} held[PX_HOLD];
+static __thread unsigned nheld;
+static __thread bool holding;
+
+void px__hold_begin(void)
+{
+	holding = true;
+}
+
+void px__hold_end(void)
+{
+	unsigned n = nheld;
+
+	holding = false;
+	nheld = 0;
+	for (unsigned i = 0; i < n; i++)
+		px__notify(&held[i].sev, held[i].pid);
+}
+
+void px__notify(const struct sigevent *sev, pid_t pid)
+{
+	int saved = errno;
+
+	if (sev->sigev_notify == SIGEV_NONE)
+		return;
+	if (holding && nheld < PX_HOLD) {
+		held[nheld].sev = *sev;
+		held[nheld].pid = pid;
+		nheld++;
+		return;
+	}
+
+	if (sev->sigev_notify == SIGEV_SIGNAL) {
+		siginfo_t si;
+
+		memset(&si, 0, sizeof(si));
+		si.si_signo = sev->sigev_signo;
+		si.si_code = SI_ASYNCIO;
+		si.si_pid = pid;
+		si.si_uid = getuid();
+		si.si_value = sev->sigev_value;
+		syscall(SYS_rt_sigqueueinfo, pid, sev->sigev_signo, &si);
+	} else if (sev->sigev_notify == SIGEV_THREAD && sev->sigev_notify_function) {
+		struct notify_call *c = malloc(sizeof(*c));
+		pthread_attr_t dflt, *attr = sev->sigev_notify_attributes;
+		pthread_t t;
+
+		if (c) {
+			c->fn = sev->sigev_notify_function;
+			c->value = sev->sigev_value;
+			if (!attr) {
+				pthread_attr_init(&dflt);
+				pthread_attr_setdetachstate(&dflt, PTHREAD_CREATE_DETACHED);
+				attr = &dflt;
+			}
+			if (pthread_create(&t, attr, notify_thread, c) != 0)
+				free(c);
+			if (attr == &dflt)
+				pthread_attr_destroy(&dflt);
+		}
+	}
+	errno = saved;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers of the POSIX AIO drop-in's tests.
+ *
+ * Every test here is a real POSIX AIO program: it includes <aio.h> and
+ * calls aio_read, lio_listio, ... The same binary runs on glibc
+ * (T_PX_MODE=glibc) and with libfsaio-posixaio.so preloaded
+ * (T_PX_MODE=preload); a second binary of some is linked with
+ * -lfsaio-posixaio (T_PX_MODE=linked). t_setup asserts that aio_read really
+ * comes from where the mode says. A rule passing in every mode is the
+ * proof that the drop-in and glibc agree; where they differ by design
+ * (lib/posix/README.md) the test asserts each side's outcome, and says so.
+ *
+ * Files live in a directory made under $FSAIO_TEST_BUILDDIR (the build
+ * tree, on disk), removed at teardown.
+ */
+#ifndef T_PX_H
+#define T_PX_H
+
+#include <aio.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* A bound for a completion that must come; generous for a loaded machine. */
+#define T_WAIT_SEC 30
+
+const char *t_mode(void);
+/* Running on the drop-in (preloaded or linked), not on glibc. */
+bool t_dropin(void);
+
+void t_setup(void);
+void t_teardown(void);
+const char *t_dir(void);
+
+/* A file of size bytes of the pattern of seed, O_RDWR, its pages cached. */
+int t_file(size_t size, unsigned seed);
+int t_file_path(size_t size, unsigned seed, char *path, size_t pathlen);
+/* Write back and drop the file's pages from the cache; assert it is cold. */
+void t_cold(int fd);
+
+uint8_t t_byte(uint64_t off, unsigned seed);
+void t_fill(void *buf, size_t len, uint64_t off, unsigned seed);
+void t_check(const void *buf, size_t len, uint64_t off, unsigned seed);
+
+/* Fill an aiocb (everything else zero, SIGEV_NONE). */
+void t_cb(struct aiocb *cb, int fd, void *buf, size_t len, off_t off, int op);
+/* Wait until cb is no longer EINPROGRESS (within T_WAIT_SEC); its error. */
+int t_wait(struct aiocb *cb);
+
+#endif /* T_PX_H */

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aio_fsync covers every request on its fd queued before it (O_SYNC and
+ * O_DSYNC), and writes on an O_APPEND fd land in submission order.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "t_px.h"
+
+TestSuite(fsync, .init = t_setup, .fini = t_teardown);
+
+/* Cold reads and writes, then an fsync: once the fsync is complete, every
+ * request queued before it is complete too. */
+static void fsync_after(int op)
+{
+	enum { N = 48 };
+	static char bufs[N][8192];
+	static struct aiocb cbs[N];
+	struct aiocb sync;
+	int fd = t_file(N * 16384, 10);
+
+	t_cold(fd);
+	for (int i = 0; i < N; i++) {
+		off_t off = (off_t)((i * 37) % N) * 16384;
+
+		if (i % 3 == 2) {
+			t_fill(bufs[i], sizeof(bufs[i]), (uint64_t)off + 8192, 10);
+			t_cb(&cbs[i], fd, bufs[i], sizeof(bufs[i]), off + 8192, LIO_WRITE);
+			cr_assert_eq(aio_write(&cbs[i]), 0);
+		} else {
+			t_cb(&cbs[i], fd, bufs[i], sizeof(bufs[i]), off, LIO_READ);
+			cr_assert_eq(aio_read(&cbs[i]), 0);
+		}
+	}
+	t_cb(&sync, fd, NULL, 0, 0, 0);
+	cr_assert_eq(aio_fsync(op, &sync), 0);
+	cr_assert_eq(t_wait(&sync), 0);
+	cr_assert_eq(aio_return(&sync), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_neq(aio_error(&cbs[i]), EINPROGRESS,
+			      "request %d still in progress after the fsync completed", i);
+	for (int i = 0; i < N; i++) {
+		off_t off = (off_t)((i * 37) % N) * 16384;
+
+		cr_assert_eq(aio_error(&cbs[i]), 0);
+		cr_assert_eq(aio_return(&cbs[i]), 8192);
+		t_check(bufs[i], 8192, (uint64_t)off + (i % 3 == 2 ? 8192 : 0), 10);
+	}
+	close(fd);
+}
+
+Test(fsync, o_sync_covers_earlier_requests)
+{
+	fsync_after(O_SYNC);
+}
+
+Test(fsync, o_dsync_covers_earlier_requests)
+{
+	fsync_after(O_DSYNC);
+}
+
+/* Many fsyncs and writes interleaved: each fsync completes after the
+ * writes before it. */
+Test(fsync, interleaved_fsyncs)
+{
+	enum { N = 32 };
+	static char bufs[N][4096];
+	static struct aiocb w[N], s[N];
+	int fd = t_file(N * 4096, 11);
+
+	for (int i = 0; i < N; i++) {
+		t_fill(bufs[i], 4096, (uint64_t)i * 4096, 12);
+		t_cb(&w[i], fd, bufs[i], 4096, (off_t)i * 4096, LIO_WRITE);
+		cr_assert_eq(aio_write(&w[i]), 0);
+		t_cb(&s[i], fd, NULL, 0, 0, 0);
+		cr_assert_eq(aio_fsync(i % 2 ? O_SYNC : O_DSYNC, &s[i]), 0);
+	}
+	for (int i = N - 1; i >= 0; i--) {
+		cr_assert_eq(t_wait(&s[i]), 0);
+		for (int j = 0; j <= i; j++)
+			cr_assert_neq(aio_error(&w[j]), EINPROGRESS);
+	}
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(aio_return(&w[i]), 4096);
+		cr_assert_eq(aio_return(&s[i]), 0);
+	}
+	close(fd);
+}
+
+/* O_APPEND: records appended by queued writes come out in submission
+ * order; large records (which the drop-in may not finish in the caller)
+ * alternate with small ones (which it can). */
+Test(fsync, append_writes_keep_their_order)
+{
+	enum { N = 64, BIG = 1 << 20, SMALL = 100 };
+	static struct aiocb cbs[N];
+	char path[PATH_MAX];
+	size_t total = 0, at = 0;
+	char *recs[N], *back;
+	int fd = t_file_path(0, 13, path, sizeof(path)), afd;
+
+	afd = open(path, O_WRONLY | O_APPEND);
+	cr_assert_geq(afd, 0);
+	for (int i = 0; i < N; i++) {
+		size_t len = i % 2 ? SMALL : BIG;
+
+		recs[i] = malloc(len);
+		cr_assert_not_null(recs[i]);
+		memset(recs[i], 'a' + i % 26, len);
+		snprintf(recs[i], 16, "%08d", i);
+		total += len;
+		/* The offset is ignored on an O_APPEND fd. */
+		t_cb(&cbs[i], afd, recs[i], len, 0, LIO_WRITE);
+		cr_assert_eq(aio_write(&cbs[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(t_wait(&cbs[i]), 0);
+		cr_assert_eq(aio_return(&cbs[i]), (ssize_t)cbs[i].aio_nbytes);
+	}
+	back = malloc(total);
+	cr_assert_not_null(back);
+	cr_assert_eq(pread(fd, back, total, 0), (ssize_t)total);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(memcmp(back + at, recs[i], cbs[i].aio_nbytes), 0,
+			     "record %d is not in its place: %.8s", i, back + at);
+		at += cbs[i].aio_nbytes;
+		free(recs[i]);
+	}
+	free(back);
+	close(afd);
+	close(fd);
+}
+
+/* An fsync waits for a read queued before it on its fd, however long that
+ * takes: here a read from an empty pipe, which completes only once the
+ * test writes. fsync(2) on a pipe then fails with EINVAL, the request's
+ * error. */
+Test(fsync, fsync_waits_for_a_blocked_read)
+{
+	static char buf[16];
+	struct aiocb rd, sync;
+	const struct aiocb *list[1] = { &sync };
+	struct timespec brief = { 0, 50 * 1000 * 1000 };
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	t_cb(&rd, p[0], buf, sizeof(buf), 0, LIO_READ);
+	cr_assert_eq(aio_read(&rd), 0);
+	t_cb(&sync, p[0], NULL, 0, 0, 0);
+	cr_assert_eq(aio_fsync(O_SYNC, &sync), 0);
+	errno = 0;
+	cr_assert_eq(aio_suspend(list, 1, &brief), -1, "the fsync completed before the read");
+	cr_assert_eq(errno, EAGAIN);
+	cr_assert_eq(aio_error(&sync), EINPROGRESS);
+	cr_assert_eq(write(p[1], "x", 1), 1);
+	cr_assert_eq(t_wait(&sync), EINVAL);
+	cr_assert_eq(aio_return(&sync), -1);
+	cr_assert_eq(t_wait(&rd), 0);
+	cr_assert_eq(aio_return(&rd), 1);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* An fsync on another file's fd does not wait for this one's requests;
+ * on a pipe fsync(2) fails with EINVAL, the request's error. */
+Test(fsync, fsync_on_a_pipe_is_the_requests_einval)
+{
+	struct aiocb cb;
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	t_cb(&cb, p[1], NULL, 0, 0, 0);
+	cr_assert_eq(aio_fsync(O_SYNC, &cb), 0);
+	cr_assert_eq(t_wait(&cb), EINVAL);
+	cr_assert_eq(aio_return(&cb), -1);
+	close(p[0]);
+	close(p[1]);
+}
