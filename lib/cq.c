@@ -246,11 +246,7 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 FSAIO__API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 			       struct fsaio_event *events, const struct timespec *timeout)
 {
-	int cs = fsaio__nocancel_begin();
-	int ret = getevents_body(ctx, min_nr, nr, events, timeout);
-
-	fsaio__nocancel_end(cs);
-	return ret;
+	return FSAIO__NOCANCEL(getevents_body(ctx, min_nr, nr, events, timeout));
 }
 
 FSAIO__API int fsaio_event_fd(fsaio_ctx_t *ctx)

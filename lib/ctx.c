@@ -125,11 +125,7 @@ out_free:
 
 FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 {
-	int cs = fsaio__nocancel_begin();
-	int ret = ctx_create_body(p, ctxp);
-
-	fsaio__nocancel_end(cs);
-	return ret;
+	return FSAIO__NOCANCEL(ctx_create_body(p, ctxp));
 }
 
 static int ctx_destroy_body(fsaio_ctx_t *ctx)
@@ -168,9 +164,5 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 
 FSAIO__API int fsaio_ctx_destroy(fsaio_ctx_t *ctx)
 {
-	int cs = fsaio__nocancel_begin();
-	int ret = ctx_destroy_body(ctx);
-
-	fsaio__nocancel_end(cs);
-	return ret;
+	return FSAIO__NOCANCEL(ctx_destroy_body(ctx));
 }

@@ -28,4 +28,12 @@ static inline void fsaio__nocancel_end(int old)
 	pthread_setcancelstate(old, &ignored);
 }
 
+/* The value of expr, evaluated with the caller's cancellation disabled. */
+#define FSAIO__NOCANCEL(expr) __extension__({				\
+	int fsaio__cs_ = fsaio__nocancel_begin();			\
+	__typeof__(expr) fsaio__r_ = (expr);				\
+	fsaio__nocancel_end(fsaio__cs_);				\
+	fsaio__r_;							\
+})
+
 #endif /* FSAIO_NOCANCEL_H */

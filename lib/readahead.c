@@ -426,9 +426,5 @@ out:
 
 FSAIO__API int fsaio_fadvise(fsaio_ctx_t *ctx, int fd, int advice)
 {
-	int cs = fsaio__nocancel_begin();
-	int ret = fadvise_body(ctx, fd, advice);
-
-	fsaio__nocancel_end(cs);
-	return ret;
+	return FSAIO__NOCANCEL(fadvise_body(ctx, fd, advice));
 }

@@ -161,11 +161,7 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 
 FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 {
-	int cs = fsaio__nocancel_begin();
-	int ret = submit_body(ctx, reqs, nr);
-
-	fsaio__nocancel_end(cs);
-	return ret;
+	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr));
 }
 
 static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)
@@ -201,9 +197,5 @@ static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)
 
 FSAIO__API int fsaio_cancel(fsaio_ctx_t *ctx, struct fsaio_req *req)
 {
-	int cs = fsaio__nocancel_begin();
-	int ret = cancel_body(ctx, req);
-
-	fsaio__nocancel_end(cs);
-	return ret;
+	return FSAIO__NOCANCEL(cancel_body(ctx, req));
 }
