@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Allocation failure at every site. This program defines malloc, calloc,
- * realloc and posix_memalign itself, so every call in the process (the
- * engine's, libc's on its behalf, pthread_create's) comes here first and
- * goes on to the next definition (libc's, or a sanitizer's). While a run is
- * armed, the Nth call fails. For N = 1, 2, ... a child process runs the
+ * Allocation failure at every site of the engine. This program defines
+ * malloc, calloc, realloc and posix_memalign itself, so every call in the
+ * process comes here first and goes on to the next definition (libc's, or
+ * a sanitizer's). While a run is armed, the Nth call made from libfsaio's
+ * own code fails (calls from elsewhere are not counted: a sanitizer's
+ * runtime cannot survive a failed allocation of its own; a thread that
+ * cannot be started is test_limits' business). For N = 1, 2, ... a child process runs the
  * same work with the Nth call failing, until a run needs fewer than N
  * calls and so passes with nothing failed. Every run must end without a
  * crash or a leak (LeakSanitizer in the ASan build); fsaio_ctx_create
@@ -39,6 +41,10 @@ TestSuite(alloc, .init = t_setup, .fini = t_teardown, .timeout = 110);
 /* before it starts anything; calls and injected are atomic because any */
 /* thread allocates.                                                    */
 
+/* The interposer runs before a sanitizer's runtime is set up (the dynamic
+ * linker allocates while the runtime starts), so it is not instrumented. */
+#define NO_SAN __attribute__((no_sanitize("address", "thread", "undefined")))
+
 static void *(*next_malloc)(size_t);
 static void *(*next_calloc)(size_t, size_t);
 static void *(*next_realloc)(void *, size_t);
@@ -46,6 +52,7 @@ static int (*next_posix_memalign)(void **, size_t, size_t);
 static void (*next_free)(void *);
 
 static atomic_bool armed;
+static void *engine_base;       /* libfsaio's load address, set before arming */
 static atomic_ulong calls;
 static unsigned long fail_at;   /* 0: never */
 static atomic_bool injected;
@@ -56,7 +63,7 @@ static _Alignas(64) char boot[16384];
 static size_t boot_used;
 static atomic_bool resolving;
 
-static void *boot_alloc(size_t n)
+NO_SAN static void *boot_alloc(size_t n)
 {
 	size_t at = (boot_used + 63) & ~(size_t)63;
 
@@ -66,12 +73,12 @@ static void *boot_alloc(size_t n)
 	return boot + at;
 }
 
-static bool in_boot(const void *p)
+NO_SAN static bool in_boot(const void *p)
 {
 	return (const char *)p >= boot && (const char *)p < boot + sizeof(boot);
 }
 
-static void resolve(void)
+NO_SAN static void resolve(void)
 {
 	if (next_free)
 		return;
@@ -91,10 +98,14 @@ static void resolve(void)
 	next_free = f;
 }
 
-/* Whether this call is the one to fail. */
-static bool fail_now(void)
+/* Whether this call, made from caller, is the one to fail. */
+NO_SAN static bool fail_now(const void *caller)
 {
+	Dl_info di;
+
 	if (!atomic_load_explicit(&armed, memory_order_relaxed))
+		return false;
+	if (!dladdr(caller, &di) || di.dli_fbase != engine_base)
 		return false;
 	if (atomic_fetch_add(&calls, 1) + 1 != fail_at)
 		return false;
@@ -102,34 +113,34 @@ static bool fail_now(void)
 	return true;
 }
 
-void *malloc(size_t n)
+NO_SAN void *malloc(size_t n)
 {
 	if (atomic_load(&resolving))
 		return boot_alloc(n);
 	resolve();
-	if (fail_now()) {
+	if (fail_now(__builtin_return_address(0))) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return next_malloc(n);
 }
 
-void *calloc(size_t n, size_t size)
+NO_SAN void *calloc(size_t n, size_t size)
 {
 	if (atomic_load(&resolving))
 		return boot_alloc(n * size);    /* zeroed: the arena is never reused */
 	resolve();
-	if (fail_now()) {
+	if (fail_now(__builtin_return_address(0))) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return next_calloc(n, size);
 }
 
-void *realloc(void *p, size_t n)
+NO_SAN void *realloc(void *p, size_t n)
 {
 	resolve();
-	if (fail_now()) {
+	if (fail_now(__builtin_return_address(0))) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -142,15 +153,15 @@ void *realloc(void *p, size_t n)
 	return next_realloc(p, n);
 }
 
-int posix_memalign(void **pp, size_t align, size_t n)
+NO_SAN int posix_memalign(void **pp, size_t align, size_t n)
 {
 	resolve();
-	if (fail_now())
+	if (fail_now(__builtin_return_address(0)))
 		return ENOMEM;
 	return next_posix_memalign(pp, align, n);
 }
 
-void free(void *p)
+NO_SAN void free(void *p)
 {
 	if (!p || in_boot(p))
 		return;
@@ -199,6 +210,9 @@ static void child_run(uint32_t backend, int rfd, int wfd, unsigned long n)
 		o->res = -EINPROGRESS;
 	}
 
+	Dl_info di;
+	cr_assert(dladdr((void *)fsaio_ctx_create, &di), "dladdr(fsaio_ctx_create)");
+	engine_base = di.dli_fbase;
 	fail_at = n;
 	atomic_store(&calls, 0);
 	atomic_store(&armed, true);
