@@ -224,7 +224,7 @@ static void watchdog_start(void)
 	}
 }
 
-static void watchdog_arm(const char *name)
+void watchdog_arm(const char *name)
 {
 	pthread_mutex_lock(&wd.lock);
 	wd.name = name;
@@ -532,30 +532,19 @@ static const struct scenario {
 	{ "direct", sc_direct },
 	{ "uring_misses", sc_uring_misses },
 	{ "fork", sc_fork },
+	{ "faults", sc_faults },
 };
 
-int main(int argc, char **argv)
+uint64_t long_requests;
+
+/* Run the scenarios of list that are selected (all when names is empty):
+ * one line each, then the totals; the exit status. */
+static int run_scenarios(const struct scenario *list, size_t n, char **names, int nnames)
 {
 	const char *e;
 	unsigned passed = 0, nfailed = 0;
 	bool any = false;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 2 && !strcmp(argv[1], "--list")) {
-		for (size_t i = 0; i < ARRAY_SIZE(scenarios); i++)
-			printf("%s\n", scenarios[i].name);
-		return 0;
-	}
-	for (int a = 1; a < argc; a++) {
-		bool known = false;
-
-		for (size_t i = 0; i < ARRAY_SIZE(scenarios); i++)
-			known |= !strcmp(argv[a], scenarios[i].name);
-		if (!known) {
-			fprintf(stderr, "fsaio_stress: no scenario '%s' (--list lists them)\n", argv[a]);
-			return 2;
-		}
-	}
 	e = getenv("FSAIO_STRESS_SEED");
 	base_seed = e && *e ? strtoull(e, NULL, 0) : (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
 	e = getenv("FSAIO_STRESS_SCALE");
@@ -568,14 +557,14 @@ int main(int argc, char **argv)
 	printf("fsaio_stress: seed %#" PRIx64 " (FSAIO_STRESS_SEED), files in %s\n", base_seed, tdir);
 	watchdog_start();
 
-	for (size_t i = 0; i < ARRAY_SIZE(scenarios); i++) {
-		const struct scenario *sc = &scenarios[i];
-		char msg[512] = "";
-		bool selected = argc == 1, ok;
+	for (size_t i = 0; i < n; i++) {
+		const struct scenario *sc = &list[i];
+		char msg[1024] = "";
+		bool selected = nnames == 0, ok;
 		int64_t t0;
 
-		for (int a = 1; a < argc; a++)
-			selected |= !strcmp(argv[a], sc->name);
+		for (int a = 0; a < nnames; a++)
+			selected |= !strcmp(names[a], sc->name);
 		if (!selected)
 			continue;
 		any = true;
@@ -599,4 +588,39 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fsaio_stress: nothing selected\n");
 	printf("%u passed, %u failed\n", passed, nfailed);
 	return nfailed == 0 && any ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 2 && !strcmp(argv[1], "--long")) {
+		/* The long mode: sc_long alone, with its request target. */
+		static const struct scenario lng = { "long", sc_long };
+		char *end = NULL;
+
+		long_requests = 10000000;
+		if (argc == 4 && !strcmp(argv[2], "--requests"))
+			long_requests = strtoull(argv[3], &end, 0);
+		if ((argc != 2 && argc != 4) || (argc == 4 && (!end || *end || !long_requests))) {
+			fprintf(stderr, "usage: fsaio_stress --long [--requests N]\n");
+			return 2;
+		}
+		return run_scenarios(&lng, 1, NULL, 0);
+	}
+	if (argc == 2 && !strcmp(argv[1], "--list")) {
+		for (size_t i = 0; i < ARRAY_SIZE(scenarios); i++)
+			printf("%s\n", scenarios[i].name);
+		return 0;
+	}
+	for (int a = 1; a < argc; a++) {
+		bool known = false;
+
+		for (size_t i = 0; i < ARRAY_SIZE(scenarios); i++)
+			known |= !strcmp(argv[a], scenarios[i].name);
+		if (!known) {
+			fprintf(stderr, "fsaio_stress: no scenario '%s' (--list lists them)\n", argv[a]);
+			return 2;
+		}
+	}
+	return run_scenarios(scenarios, ARRAY_SIZE(scenarios), argv + 1, argc - 1);
 }

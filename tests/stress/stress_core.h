@@ -79,7 +79,15 @@
 
 /* A scenario: pass/fail, and on pass a one-line summary in msg. */
 typedef bool stress_fn(char *msg, size_t msglen);
-stress_fn sc_mixed, sc_reapers, sc_cancel, sc_destroy, sc_pipes, sc_direct, sc_uring_misses, sc_fork;
+stress_fn sc_mixed, sc_reapers, sc_cancel, sc_destroy, sc_pipes, sc_direct, sc_uring_misses, sc_fork,
+	  sc_faults, sc_long;
+
+/* The long mode's request target (--long [--requests N]); 0 otherwise. */
+extern uint64_t long_requests;
+
+/* (Re)start the running scenario's watchdog limit: a scenario that runs
+ * in rounds calls it at the start of each. */
+void watchdog_arm(const char *name);
 
 /* Failure recording: fail_lock guards fail_msg; failed is atomic. */
 extern pthread_mutex_t fail_lock;
