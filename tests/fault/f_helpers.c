@@ -12,8 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,6 +99,9 @@ static void attach(struct f_fs *fs)
 		if (n < 0)
 			f_skip("no free loop device (LOOP_CTL_GET_FREE: %s)", strerror(errno));
 		snprintf(fs->dev, sizeof(fs->dev), "/dev/loop%d", n);
+		/* Without udev nobody makes the node of a new device. */
+		if (access(fs->dev, F_OK) < 0)
+			(void)mknod(fs->dev, S_IFBLK | 0660, makedev(7, (unsigned)n));
 		int lfd = open(fs->dev, O_RDWR | O_CLOEXEC);
 		if (lfd < 0) {
 			/* udev may not have made the node yet. */

@@ -194,12 +194,12 @@ Test(limits, nproc_uring)
 
 /* Take every free descriptor below the soft limit (lowered to keep it
  * quick); the duplicates' numbers are returned for closing. */
-static unsigned fill_fds(int *fds, unsigned cap)
+static unsigned fill_fds(int any, int *fds, unsigned cap)
 {
 	unsigned n = 0;
 
 	for (;;) {
-		int fd = dup(0);
+		int fd = dup(any);
 		if (fd < 0) {
 			cr_assert_eq(errno, EMFILE, "dup: %s", strerror(errno));
 			return n;
@@ -224,7 +224,7 @@ static void nofile(uint32_t backend)
 	for (int round = 0; round < 2; round++) {
 		static int fds[512];
 		t_make_cold(rfd);
-		unsigned n = fill_fds(fds, 512);
+		unsigned n = fill_fds(rfd, fds, 512);
 		struct counts c = batch(ctx, rfd, wfd, false);
 
 		/* A new context, and requests on it, without a descriptor. */

@@ -35,6 +35,8 @@
 #include <linux/loop.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/mount.h>
 
 #ifndef EXT4_IOC_SHUTDOWN
@@ -217,6 +219,9 @@ static bool fs_make(struct f_fs *fs, const char *name, unsigned mib)
 		if (n < 0)
 			break;
 		snprintf(fs->dev, sizeof(fs->dev), "/dev/loop%d", n);
+		/* Without udev nobody makes the node of a new device. */
+		if (access(fs->dev, F_OK) < 0)
+			(void)mknod(fs->dev, S_IFBLK | 0660, makedev(7, (unsigned)n));
 		int lfd = open(fs->dev, O_RDWR | O_CLOEXEC);
 		if (lfd < 0) {
 			sleep_us(10000);
