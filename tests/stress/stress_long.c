@@ -855,7 +855,6 @@ static bool run_faults(const char *name, uint64_t target, int64_t budget, bool r
 
 	r->target = target;
 	r->reuse = reuse;
-	r->end_ns = now_ns() + budget;
 	rng_init(&g, 4242);
 	pthread_rwlock_init(&r->reuse_lock, NULL);
 	pthread_barrier_init(&r->start, NULL, L_THREADS + 1);
@@ -872,6 +871,8 @@ static bool run_faults(const char *name, uint64_t target, int64_t budget, bool r
 		spawn(&th->thread, thr_main, th);
 	}
 
+	/* The budget is the workload's, after the files are made. */
+	r->end_ns = now_ns() + budget;
 	bool shut = false;
 	while (!has_failed()) {
 		watchdog_arm(name);
