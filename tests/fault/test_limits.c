@@ -19,7 +19,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-TestSuite(limits, .init = t_setup, .fini = t_teardown, .timeout = 60);
+/* The descriptors a test took to fill the table; closed by limits_fini
+ * too, so a failed test can still clean up its files. */
+static int taken[512];
+static unsigned ntaken;
+
+static void limits_fini(void)
+{
+	while (ntaken)
+		close(taken[--ntaken]);
+	t_teardown();
+}
+
+TestSuite(limits, .init = t_setup, .fini = limits_fini, .timeout = 60);
 
 #define KiB 1024u
 #define MiB (1024u * 1024u)
@@ -193,19 +205,17 @@ Test(limits, nproc_uring)
 }
 
 /* Take every free descriptor below the soft limit (lowered to keep it
- * quick); the duplicates' numbers are returned for closing. */
-static unsigned fill_fds(int any, int *fds, unsigned cap)
+ * quick), into taken[]. */
+static void fill_fds(int any)
 {
-	unsigned n = 0;
-
 	for (;;) {
 		int fd = dup(any);
 		if (fd < 0) {
 			cr_assert_eq(errno, EMFILE, "dup: %s", strerror(errno));
-			return n;
+			return;
 		}
-		cr_assert_lt(n, cap, "more than %u descriptors free", cap);
-		fds[n++] = fd;
+		cr_assert_lt(ntaken, sizeof(taken) / sizeof(taken[0]), "more descriptors free than the limit");
+		taken[ntaken++] = fd;
 	}
 }
 
@@ -222,9 +232,9 @@ static void nofile(uint32_t backend)
 
 	/* Twice: cold, and with the engine's threads or ring already there. */
 	for (int round = 0; round < 2; round++) {
-		static int fds[512];
 		t_make_cold(rfd);
-		unsigned n = fill_fds(rfd, fds, 512);
+		fill_fds(rfd);
+		unsigned n = ntaken;
 		struct counts c = batch(ctx, rfd, wfd, false);
 
 		/* A new context, and requests on it, without a descriptor. */
@@ -241,8 +251,8 @@ static void nofile(uint32_t backend)
 		} else {
 			cr_assert_null(ctx2);
 		}
-		for (unsigned i = 0; i < n; i++)
-			close(fds[i]);
+		while (ntaken)
+			close(taken[--ntaken]);
 		printf("limits/nofile %s round %d: %u fds taken, %u requests complete (%u submits refused); "
 		       "new context: %s\n", backend == FSAIO_BACKEND_URING ? "uring" : "threads", round, n,
 		       NREQ, c.refused + c2.refused, r ? "-EMFILE" : "made, its requests complete");
