@@ -525,6 +525,15 @@ static void thr_ctx(struct lthr *th)
 
 	/* Backends in turn: the engine's choice, the pool, io_uring. */
 	p.miss_backend = (uint32_t)((th->id + atomic_load(&th->run->t.destroys)) % 3);
+#ifdef __SANITIZE_THREAD__
+	/* Under ThreadSanitizer the contexts destroyed under load keep to the
+	 * pool: liburing maps and unmaps its rings with raw syscalls TSan does
+	 * not see, so a ring mapped where another context's ring was, by
+	 * another thread, reads to it as a race between the two ring threads
+	 * (the kernel orders the unmap and the map; TSan cannot know). */
+	if (th->cb)
+		p.miss_backend = FSAIO_BACKEND_THREADS;
+#endif
 	if (th->cb) {
 		p.complete = on_complete;
 		p.complete_arg = th;
