@@ -82,8 +82,10 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 
 	pthread_once(&atfork_once, register_atfork);
 	ctx = calloc(1, sizeof(*ctx));
-	if (!ctx)
+	if (!ctx) {
+		errno = saved;
 		return -ENOMEM;
+	}
 	ctx->ops = &exec_ops;
 	ctx->fork_gen = atomic_load(&fsaio__fork_gen);
 	ctx->depth = p->queue_depth ? p->queue_depth : DEFAULT_DEPTH;

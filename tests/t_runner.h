@@ -41,6 +41,9 @@ struct t_suite {
 	struct t_suite *next;
 };
 
+/* The exit status of a test process that skipped itself (meson's). */
+#define T_SKIP_STATUS 77
+
 void t_register_case(struct t_case *c);
 void t_register_suite(struct t_suite *s);
 /* Report a failed assertion, run the test's fini, end the test process. */
