@@ -54,7 +54,9 @@ void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__ba
 	}
 	if (r->done_)
 		FSAIO__INC(ctx, partial_inline, 1);
-	fsaio__pool_queue(ctx, r);
+	/* No worker can be started at all: the submitter carries it. */
+	if (fsaio__pool_queue(ctx, r))
+		fsaio__run_here(ctx, r, b);
 }
 
 /* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
@@ -119,8 +121,22 @@ void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	int err = fsaio__bind(r);
 
+	if (!err)
+		err = fsaio__pool_queue(ctx, r);
 	if (err)
 		fsaio__complete(ctx, r, fsaio__result(r, err), NULL);
-	else
-		fsaio__pool_queue(ctx, r);
+}
+
+int fsaio__carry_pollable(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+{
+	int err = fsaio__bind(r);
+
+	if (!err && !(err = fsaio__pool_queue(ctx, r)))
+		return 0;
+	if (!r->done_) {
+		fsaio__unbind(r);
+		return -EAGAIN;
+	}
+	fsaio__complete(ctx, r, (int64_t)r->done_, b);
+	return 0;
 }

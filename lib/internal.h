@@ -289,6 +289,8 @@ int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
 /* Bind r to its file before it leaves the submitter: 0, or -errno (no
  * descriptor left) and r is unchanged. Idempotent. */
 int fsaio__bind(struct fsaio_req *r);
+/* Undo fsaio__bind for a request refused at submit. */
+void fsaio__unbind(struct fsaio_req *r);
 
 /* carry.c: who carries what the submitter cannot finish. */
 uint32_t fsaio__backend_param(uint32_t param);      /* the param or FSAIO_BACKEND */
@@ -303,6 +305,10 @@ bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r);
 void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
 int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r);   /* exec_ops.run */
 void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r);     /* exec_ops.punt */
+/* A pipe or socket request only a worker can carry now, in the submitter:
+ * 0, or -EAGAIN (refused: no worker or descriptor, nothing done yet); with
+ * progress made, it completes with it. */
+int fsaio__carry_pollable(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
 
 /* fdtable.c */
 int fsaio__fdtable_init(struct fsaio__fdtable *t);
@@ -382,7 +388,7 @@ int64_t fsaio__pollable_step(struct fsaio_ctx *ctx, struct fsaio_req *r);
 
 /* pool.c */
 int fsaio__pool_init(struct fsaio__pool *p, unsigned max);
-void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *req);
+int fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *req);
 /* Queue a side job unless it is queued already; dropped by pool_stop. */
 void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *job);
 int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *req);

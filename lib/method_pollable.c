@@ -174,18 +174,15 @@ static int start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 		return 0;
 	}
 	ret = fsaio__poller_park(ctx, r);
-	if (ret && ret != -EPERM && fsaio__bind(r))
-		return -EAGAIN;
 	if (ret == -EPERM) {
 		/* epoll refuses files whose readiness never changes: what
 		 * poll(2) says now is all there will ever be. */
 		if (poll(&pfd, 1, 0) > 0)
 			ret = (unsigned short)pfd.revents;
 		fsaio__complete(ctx, r, ret, b);
-	} else if (ret) {
-		fsaio__pool_queue(ctx, r);
+		return 0;
 	}
-	return 0;
+	return ret ? fsaio__carry_pollable(ctx, r, b) : 0;
 }
 
 static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
@@ -229,15 +226,7 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 	 * field of it is touched after a successful park. */
 	if (res != FSAIO__STEP_POOL && fsaio__poller_park(ctx, r) == 0)
 		return 0;
-	if (fsaio__bind(r)) {
-		/* No descriptor left to carry it: refused, or what was done. */
-		if (!r->done_)
-			return -EAGAIN;
-		fsaio__complete(ctx, r, (int64_t)r->done_, b);
-		return 0;
-	}
-	fsaio__pool_queue(ctx, r);
-	return 0;
+	return fsaio__carry_pollable(ctx, r, b);
 }
 
 const struct fsaio__method fsaio__method_pollable = {

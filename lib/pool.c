@@ -141,14 +141,13 @@ static int spawn(struct fsaio_ctx *ctx)
 	return 0;
 }
 
-/* Hand a request to the pool. It cannot fail once a worker exists; if none
- * can be started at all, the request completes with that error. */
-void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
+/* Hand a request to the pool: 0. It cannot fail once a worker exists; when
+ * none can be started at all, -errno and r is the caller's still. */
+int fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct fsaio__pool *p = &ctx->pool;
 	int err = 0;
 
-	FSAIO__INC(ctx, queued, 1);
 	pthread_mutex_lock(&p->lock);
 	r->next_ = NULL;
 	r->prev_ = p->tail;
@@ -166,12 +165,15 @@ void fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		err = spawn(ctx);
 		if (err && p->nthreads)
 			err = 0;
-		if (err)
+		if (err) {
 			fifo_unlink(p, r);
+			fsaio__state_set(r, FSAIO__INLINE);
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (err)
-		ctx->ops->done(ctx, r, fsaio__result(r, err), NULL);
+	if (!err)
+		FSAIO__INC(ctx, queued, 1);
+	return err;
 }
 
 void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *j)

@@ -112,6 +112,13 @@ int fsaio__bind(struct fsaio_req *r)
 	return 0;
 }
 
+void fsaio__unbind(struct fsaio_req *r)
+{
+	if (r->run_fd_ & FSAIO__RUN_BOUND)
+		close(fsaio__fd(r));
+	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_STREAM) | (uint32_t)r->fd;
+}
+
 static int64_t sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	int ret;

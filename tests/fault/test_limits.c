@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Process limits. With RLIMIT_NPROC at 1 no thread can be started: every
- * request the engine accepts still gets its one event, either done (inline,
- * or by threads it has) or -EAGAIN, the error of the thread it could not
- * start (lib/pool.c), having written nothing; a submit may also refuse
- * with -EAGAIN. With no free file descriptor, requests on a context that
+ * request the engine accepts still gets its one event, done in full (by
+ * the submitter when no worker can be had: lib/carry.c); a submit may
+ * refuse with -EAGAIN. With no free file descriptor, requests on a context that
  * exists complete in full, and a new context either fails cleanly with
  * -EMFILE or works without one (its eventfd is made on first use, and
  * fsaio_event_fd then says -EMFILE).
@@ -161,7 +160,7 @@ static void nproc_child(uint32_t backend, int rfd, int wfd)
 	int r = T_CALL(fsaio_ctx_create(&p, &ctx));
 	cr_assert(r == 0 || r == -EAGAIN, "fsaio_ctx_create without threads: %d", r);
 	if (r == 0) {
-		struct counts c = batch(ctx, rfd, wfd, true);
+		struct counts c = batch(ctx, rfd, wfd, false);
 		t_ctx_destroy(ctx);
 		printf("limits/nproc %s: %u requests, %u events -EAGAIN, %u submits refused with -EAGAIN\n",
 		       backend == FSAIO_BACKEND_URING ? "uring" : "threads", NREQ, c.eagain, c.refused);
