@@ -14,7 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "carry.h"
+#include "cq.h"
+#include "ctx.h"
+#include "pool.h"
+#include "readahead.h"
+#include "req.h"
+#include "rw.h"
+#include "uring.h"
 
 uint32_t fsaio__backend_param(uint32_t param)
 {

@@ -24,7 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "nocancel.h"
+#include "cq.h"
+#include "ctx.h"
+#include "req.h"
 
 int fsaio__cq_init(struct fsaio__cq *cq, unsigned size)
 {

@@ -18,7 +18,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "nocancel.h"
+#include "carry.h"
+#include "cq.h"
+#include "ctx.h"
+#include "fdtable.h"
+#include "method.h"
+#include "poller.h"
+#include "pool.h"
+#include "readahead.h"
+#include "req.h"
+#include "uring.h"
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "fdtable.h"
+#include "req.h"
 
 #define FDT_CHUNK 1024
 #define FDT_CHUNKS 1024

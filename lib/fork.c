@@ -4,7 +4,7 @@
  * (registered by ctx.c) bumps it; a context made in another generation is
  * the parent's, and every call on it but destroy answers -EINVAL.
  */
-#include "internal.h"
+#include "ctx.h"
 
 _Atomic unsigned fsaio__fork_gen;
 

@@ -8,7 +8,8 @@
 #ifndef FSAIO_METHOD_H
 #define FSAIO_METHOD_H
 
-#include "internal.h"
+#include "fdtable.h"
+#include "req.h"
 
 struct fsaio__method {
 	/* In the submitter: go as far as possible without blocking, then
@@ -29,5 +30,13 @@ extern const struct fsaio__method fsaio__method_blocking;
 extern const struct fsaio__method fsaio__method_pollable;
 extern const struct fsaio__method fsaio__method_direct;
 extern const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX];
+
+/* A method's start() that finds r's fd names another kind of file now,
+ * before any progress: submit checks it again and starts the right method. */
+#define FSAIO__RESTART 1
+
+/* The poller's non-blocking retry of r's remainder (exec_ops.step): the
+ * event's res, or FSAIO__STEP_AGAIN / FSAIO__STEP_POOL. */
+int64_t fsaio__pollable_step(struct fsaio_ctx *ctx, struct fsaio_req *r);
 
 #endif /* FSAIO_METHOD_H */

@@ -8,8 +8,12 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "carry.h"
+#include "cq.h"
+#include "ctx.h"
+#include "fdtable.h"
 #include "method.h"
+#include "req.h"
 
 static int blocking_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		 struct fsaio__batch *b)

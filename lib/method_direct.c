@@ -20,8 +20,13 @@
  */
 #include <errno.h>
 
-#include "internal.h"
+#include "carry.h"
+#include "cq.h"
+#include "ctx.h"
+#include "fdtable.h"
 #include "method.h"
+#include "req.h"
+#include "uring.h"
 
 static int direct_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		 struct fsaio__batch *b)

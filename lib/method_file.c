@@ -23,8 +23,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "carry.h"
+#include "cq.h"
+#include "ctx.h"
+#include "fdtable.h"
 #include "method.h"
+#include "probe.h"
+#include "readahead.h"
+#include "req.h"
+#include "rw.h"
+#include "uring.h"
 
 /* Requests at least this large are probed before their first attempt: a
  * NOWAIT miss of 64 KiB already starts I/O and costs the submitter tens of

@@ -34,8 +34,14 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "carry.h"
+#include "cq.h"
+#include "ctx.h"
+#include "fdtable.h"
 #include "method.h"
+#include "poller.h"
+#include "req.h"
+#include "rw.h"
 
 #define INLINE_IOV 16
 /* nb_call: the call can only be made blocking here: give it to a worker. */

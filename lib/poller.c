@@ -39,8 +39,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "cq.h"
+#include "ctx.h"
 #include "poller.h"
+#include "req.h"
+#include "poller_table.h"
 
 #define POLLER_STACK (1u << 20)
 #define WAKE_KEY UINT64_MAX     /* epoll data of the stop eventfd; fds are >= 0 */

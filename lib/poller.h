@@ -1,41 +1,41 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * Private to the poller (poller.c, poller_table.c): its entries, one per
- * open file with parked requests, and the tables that find them.
- */
+/* The readiness poller (poller.c, poller_table.c). */
 #ifndef FSAIO_POLLER_H
 #define FSAIO_POLLER_H
 
-#include "internal.h"
+#include <pthread.h>
+#include <stdatomic.h>
 
-enum { DIR_READ, DIR_WRITE, DIR_POLL, NDIR };
+#include "req.h"
 
-/* The parked requests of one open file; all fields under poller.lock. */
-struct fsaio__pfd {
-	struct fsaio_req *head[NDIR], *tail[NDIR];
-	int fd;                 /* the engine's duplicate of the caller's fd:
-				 * the file the requests are bound to, the
-				 * epoll key, and what the poller calls on */
-	int alias;              /* the caller's fd number it was made for;
-				 * -1 once that number names another file */
-	uint32_t armed_ev;      /* epoll events of the last arm */
-	bool armed;             /* armed and not yet reported to the thread */
-	bool registered;        /* added to the epoll set (it may have dropped
-				 * it since: a close removes a file) */
+/* The readiness poller of the pollable method (poller.c). */
+struct fsaio__pfd;
+struct fsaio__poller {
+	pthread_mutex_t lock;
+	struct fsaio__pfd **fds; /* lock: [nfds] by the entry's own duplicate fd */
+	unsigned nfds;          /* lock */
+	struct fsaio__pfd **alias; /* lock: [nalias] by the caller's fd number */
+	unsigned nalias;        /* lock */
+	bool started;           /* lock: the thread runs (set once) */
+	bool stopping;          /* lock: destroy began; nothing parks any more */
+	_Atomic bool active;    /* set once something parked; relaxed: a hint
+				 * that lets submitters skip the lock before */
+	pthread_t thread;       /* written under lock before started is set */
+	int epfd, wakefd;       /* -1, then set under lock before the thread
+				 * starts; immutable until fini */
+	int spl[2];             /* the thread's private pipe for FIFO writes:
+				 * only the poller thread touches it; -1 */
 };
 
-/* The entry whose duplicate is fd (the epoll key), or NULL. */
-struct fsaio__pfd *fsaio__pfd_by_key(struct fsaio__poller *pl, int fd);
-/* The entry last made for the caller's fd number, or NULL. */
-struct fsaio__pfd *fsaio__pfd_by_alias(struct fsaio__poller *pl, int fd);
-/* The entry for the file r's fd names now (made, with a duplicate, if
- * needed); NULL and *err set when no descriptor or memory is left. */
-struct fsaio__pfd *fsaio__pfd_for(struct fsaio__poller *pl, const struct fsaio_req *r, int *err);
-bool fsaio__pfd_idle(const struct fsaio__pfd *p);
-/* Out of epoll and the tables, freed; returns its duplicate, to be closed
- * once poller.lock is released. */
-int fsaio__pfd_drop(struct fsaio__poller *pl, struct fsaio__pfd *p);
-/* Every entry and its duplicate (nothing waits any more). */
-void fsaio__pfd_free_all(struct fsaio__poller *pl);
+void fsaio__poller_init(struct fsaio__poller *pl);
+/* Park r (state WAITING) until its fd is ready: 0, or -errno and r is the
+ * caller's still (-EPERM: epoll cannot watch the fd). */
+int fsaio__poller_park(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* Requests of r's direction wait on its fd: r must queue behind them. */
+bool fsaio__poller_queued(struct fsaio_ctx *ctx, const struct fsaio_req *r);
+int fsaio__poller_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r);
+void fsaio__poller_stop(struct fsaio_ctx *ctx);     /* destroy: join, cancel */
+void fsaio__poller_fini(struct fsaio__poller *pl);
+void fsaio__poller_forget(struct fsaio__poller *pl); /* forked child: free only */
 
 #endif /* FSAIO_POLLER_H */

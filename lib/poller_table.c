@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "poller.h"
+#include "poller_table.h"
 
 struct fsaio__pfd *fsaio__pfd_by_key(struct fsaio__poller *pl, int fd)
 {

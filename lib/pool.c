@@ -24,7 +24,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "pool.h"
+#include "req.h"
 
 #define WORKER_STACK (1u << 20)
 

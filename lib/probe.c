@@ -18,7 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "probe.h"
 
 #ifndef __NR_cachestat
 #define __NR_cachestat 451

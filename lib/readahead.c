@@ -34,7 +34,13 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "nocancel.h"
+#include "ctx.h"
+#include "fdtable.h"
+#include "pool.h"
+#include "probe.h"
+#include "readahead.h"
+#include "req.h"
 
 #define RA_SLOTS 64
 #define RA_DEFAULT (128u * 1024)

@@ -14,7 +14,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "nocancel.h"
+#include "ctx.h"
+#include "req.h"
+#include "rw.h"
 
 int fsaio__iov_rest(const struct fsaio_req *r, struct iovec *tmp, int cap,
 		    const struct iovec **out)

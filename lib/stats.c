@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "pool.h"
+#include "req.h"
 
 /* The public struct keeps its size when counters take reserved room. */
 _Static_assert(sizeof(struct fsaio_stats) == 32 * sizeof(uint64_t), "fsaio_stats size is ABI");

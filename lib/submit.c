@@ -18,8 +18,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "nocancel.h"
+#include "cq.h"
+#include "ctx.h"
+#include "fdtable.h"
 #include "method.h"
+#include "pool.h"
+#include "req.h"
+#include "uring.h"
 
 #define KNOWN_RWF (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND)
 #define KNOWN_REQ_FLAGS ((uint16_t)FSAIO_REQ_FULL)

@@ -44,7 +44,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "uring.h"
+#include "uring_ring.h"
 
 struct cancel_wait {
 	_Atomic uint32_t done;  /* futex word: 0 waiting, 1 answered */

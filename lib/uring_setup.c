@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "uring.h"
+#include "uring_ring.h"
 
 /* Process-wide: 0 unknown, 1 io_uring_setup worked once, -1 denied. */
 static _Atomic int uring_sys;

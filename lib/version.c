@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The library's version at run time, for programs that check what they got. */
-#include "internal.h"
+#include "req.h"
 
 FSAIO__API const char *fsaio_version(void)
 {

@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "px.h"
-#include "../nocancel.h"
+#include "nocancel.h"
 
 #define SYMVER(s) __attribute__((symver(s)))
 #define PX_EXPORT(name, type, args) \

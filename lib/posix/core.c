@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "px.h"
-#include "../nocancel.h"
+#include "nocancel.h"
 
 #define PX_BUCKETS 64
 #define PX_DEPTH (1u << 20)     /* the engine's limit: requests in flight */

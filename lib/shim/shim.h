@@ -35,7 +35,7 @@
 #include <time.h>
 
 #include "fsaio.h"
-#include "../nocancel.h"
+#include "nocancel.h"
 
 #define SHIM_API __attribute__((visibility("default")))
 

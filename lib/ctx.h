@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A context: its parts, its counters, the executors' callbacks.
+ *
+ * Threads: any number of caller threads submit and reap on one context at
+ * once; the executors' threads (pool.c, poller.c, uring.c) run the rest.
+ * Every lock of the engine is a leaf: none is taken while another is held
+ * (pool.lock, cq.lock, fdtable.lock, poller.lock, the ring's sq_lock, the
+ * readahead locks); completions and hand-offs are made after a lock is
+ * released. Each shared field names its lock or atomic rule.
+ */
+#ifndef FSAIO_CTX_H
+#define FSAIO_CTX_H
+
+#include <stdatomic.h>
+
+#include "cq.h"
+#include "fdtable.h"
+#include "poller.h"
+#include "pool.h"
+#include "req.h"
+
+struct fsaio__counters {
+	_Atomic uint64_t requests, completed_inline, partial_inline, queued, retries;
+	_Atomic uint64_t bytes_inline, bytes_worker, probe_calls, probe_cold, cancelled;
+	/* readahead.c, uring.c */
+	_Atomic uint64_t ra_calls, ra_bytes, stream_hits, uring_sqes, bytes_uring;
+	/* cq.c, method_file.c */
+	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
+};
+
+/* What the poller's step returns besides a res. */
+#define FSAIO__STEP_AGAIN INT64_MIN             /* would block: wait for readiness */
+#define FSAIO__STEP_POOL (INT64_MIN + 1)        /* only a blocking call will do: a worker */
+
+/*
+ * What the executors (pool.c, poller.c, uring.c) are given: the work they
+ * run and where they report, as a thread pool is given a job and a done
+ * function. They know nothing of methods or of the completion queue; ctx.c
+ * wires these once.
+ */
+struct fsaio__exec_ops {
+	/* Pool: carry r's remainder to its end with blocking calls; the res. */
+	int64_t (*run)(struct fsaio_ctx *ctx, struct fsaio_req *r);
+	/* Poller: non-blocking progress on r: its res, FSAIO__STEP_AGAIN or
+	 * FSAIO__STEP_POOL. */
+	int64_t (*step)(struct fsaio_ctx *ctx, struct fsaio_req *r);
+	/* r is finished with res (b: a batch the caller flushes, or NULL). */
+	void (*done)(struct fsaio_ctx *ctx, struct fsaio_req *r, int64_t res,
+		     struct fsaio__batch *b);
+	/* Ring, poller: only a blocking call will carry the rest of r. */
+	void (*punt)(struct fsaio_ctx *ctx, struct fsaio_req *r);
+};
+
+struct fsaio_ctx {
+	const struct fsaio__exec_ops *ops; /* immutable */
+	unsigned fork_gen;      /* immutable: fsaio__fork_gen at creation */
+	unsigned depth;         /* immutable */
+	uint32_t flags;         /* immutable: FSAIO_CTX_* */
+	void (*complete_cb)(void *, const struct fsaio_event *); /* immutable */
+	void *complete_arg;     /* immutable */
+	_Atomic unsigned in_flight; /* accepted and not yet reaped (or called back) */
+	_Atomic unsigned straight_seq; /* method_file.c: sampling of fds sent straight to io_uring */
+	struct fsaio__counters st;  /* relaxed atomics */
+	struct fsaio__fdtable fdt;
+	struct fsaio__pool pool;
+	struct fsaio__cq cq;
+	struct fsaio__poller poller;
+	uint32_t backend;       /* immutable: enum fsaio_backend, after FSAIO_BACKEND */
+	/* uring.c: NULL, then a creation marker, then the ring, each by CAS;
+	 * the ring itself is immutable until destroy (see uring.c). */
+	_Atomic(struct fsaio__uring *) uring;
+	struct fsaio__ra *ra;   /* readahead.c: immutable after create; its own locks */
+};
+
+/* fork.c: whether ctx belongs to this process (not a forked parent's) */
+extern _Atomic unsigned fsaio__fork_gen;
+bool fsaio__ctx_ok(const struct fsaio_ctx *ctx);
+
+/* A counter of ctx->st: relaxed, bumped where the event happens. */
+#define FSAIO__INC(ctx, field, n) \
+	atomic_fetch_add_explicit(&(ctx)->st.field, (n), memory_order_relaxed)
+
+#endif /* FSAIO_CTX_H */
