@@ -4,7 +4,7 @@
  * the data pattern, files, and the engine calls wrapped to watch errno.
  *
  * Why plain C: every Criterion binary aborts at start-up under TSan
- * ("Could not initialize inheritable arena", Criterion issue #274), so
+ * ("Could not initialize inheritable arena", Criterion, https://github.com/Snaipe/Criterion/issues/274), so
  * these scenarios are what says whether the engine is race-free. They use
  * nothing but libc, pthreads and libfsaio, and run in every build (plain,
  * ASan+UBSan, TSan) by `meson test --suite stress`.
