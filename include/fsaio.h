@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -43,6 +44,18 @@ extern "C" {
 #else
 #define FSAIO_API
 #endif
+
+/* The request's buffer union has no name (r->buf, r->iov), which C99 and
+ * strict ISO C modes call an extension: __extension__ says it is meant. */
+#if defined(__GNUC__) && !defined(__cplusplus)
+#define FSAIO_EXTENSION __extension__
+#else
+#define FSAIO_EXTENSION
+#endif
+
+/* A strict ISO C mode (-std=c99) leaves POSIX's struct timespec out of
+ * <time.h>: declared here, it names the same type the caller has. */
+struct timespec;
 
 typedef struct fsaio_ctx fsaio_ctx_t;
 
@@ -88,7 +101,7 @@ enum {
 struct fsaio_req {
 	/* Set by the caller. */
 	void *user_data;        /* returned in the event */
-	union {
+	FSAIO_EXTENSION union {
 		void *buf;                  /* PREAD, PWRITE */
 		const struct iovec *iov;    /* PREADV, PWRITEV: read at submit (len entries) and
 					     * again by retries: must stay valid until the event */
@@ -231,12 +244,17 @@ FSAIO_API const char *fsaio_version(void);
  * the same major version and a minor at least as new; else 0. */
 FSAIO_API int fsaio_version_check(int major, int minor);
 
-/* Prep helpers: fill a request and clear the engine's private part. */
+/* Prep helpers: fill a request and clear the engine's private part. Plain
+ * assignments after a memset, so the header is C99 and C++ alike. */
 static inline void fsaio_prep__(struct fsaio_req *r, int op, int fd, void *buf,
 				uint64_t len, int64_t offset)
 {
-	*r = (struct fsaio_req){ .buf = buf, .len = len, .offset = offset,
-				 .fd = fd, .opcode = (uint16_t)op };
+	memset(r, 0, sizeof(*r));
+	r->buf = buf;
+	r->len = len;
+	r->offset = offset;
+	r->fd = fd;
+	r->opcode = (uint16_t)op;
 }
 
 static inline void fsaio_prep_pread(struct fsaio_req *r, int fd, void *buf, size_t n, int64_t off)
