@@ -75,4 +75,16 @@ deps=$(LD_LIBRARY_PATH="$L" ldd "$work/consumer")
 echo "$deps" | grep -q "libfsaio.so.0 => $L/libfsaio.so.0" ||
 	fail "the consumer does not load the installed libfsaio: $deps"
 (cd "$work" && LD_LIBRARY_PATH="$L" ./consumer "$work/consumer.dat") || fail "the consumer failed"
+
+# A libaio program finds the installed drop-in by libaio's soname.
+if [ -e "$build/lib/libfsaio-libaio.so" ]; then
+	if printf '#include <libaio.h>\n' | "$@" -E -x c - >/dev/null 2>&1; then
+		"$@" -o "$work/libaio_consumer" "$src/libaio_consumer.c" -laio ||
+			fail "libaio_consumer does not build"
+		LD_LIBRARY_PATH="$L/fsaio" "$work/libaio_consumer" "$L/fsaio" "$work/libaio.dat" ||
+			fail "a libaio program is not served by $libdir/fsaio"
+	else
+		echo "no libaio.h: the drop-in is not run (Debian: libaio-dev)"
+	fi
+fi
 echo "installed: ok"
