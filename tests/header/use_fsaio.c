@@ -53,13 +53,16 @@ T_ASSERT(params_complete, offsetof(struct fsaio_params, complete) == 16);
 T_ASSERT(params_complete_arg, offsetof(struct fsaio_params, complete_arg) == 24);
 T_ASSERT(params_reserved, offsetof(struct fsaio_params, reserved) == 32);
 
-/* Counters are appended into reserved[], whose end stays at 256 bytes. */
+/* Counters are taken from reserved[], whose end stays at 256 bytes. */
 T_ASSERT(stats_size, sizeof(struct fsaio_stats) == 256);
 T_ASSERT(stats_requests, offsetof(struct fsaio_stats, requests) == 0);
 T_ASSERT(stats_pool_queue_len, offsetof(struct fsaio_stats, pool_queue_len) == 56);
 T_ASSERT(stats_cancelled, offsetof(struct fsaio_stats, cancelled) == 88);
 T_ASSERT(stats_bytes_uring, offsetof(struct fsaio_stats, bytes_uring) == 128);
-T_ASSERT(stats_reserved, offsetof(struct fsaio_stats, reserved) == 136);
+T_ASSERT(stats_reaper_sleeps, offsetof(struct fsaio_stats, reaper_sleeps) == 136);
+T_ASSERT(stats_reaper_wakeups, offsetof(struct fsaio_stats, reaper_wakeups) == 144);
+T_ASSERT(stats_straight_to_ring, offsetof(struct fsaio_stats, straight_to_ring) == 152);
+T_ASSERT(stats_reserved, offsetof(struct fsaio_stats, reserved) == 160);
 #endif
 
 T_ASSERT(op_pread, FSAIO_OP_PREAD == 1);
