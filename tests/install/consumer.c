@@ -58,8 +58,11 @@ int main(int argc, char **argv)
 	rc = fsaio_getevents(ctx, 1, 1, &ev, NULL);
 	if (rc != 1)
 		return fail("fsaio_getevents", rc);
-	if (ev.req != &req || ev.user_data != &req)
-		return fail("event for another request", 0);
+	if (ev.req != &req || ev.user_data != &req) {
+		fprintf(stderr, "consumer: event for another request: req %p, event req %p user_data %p res %lld res2 %lld\n",
+			(void *)&req, (void *)ev.req, ev.user_data, (long long)ev.res, (long long)ev.res2);
+		return 1;
+	}
 	if (ev.res != SIZE)
 		return fail("short or failed read", (long)ev.res);
 	if (memcmp(want, got, SIZE) != 0)
