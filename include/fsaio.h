@@ -124,6 +124,14 @@ enum {
 	 * as the kernel's AIO does them inside io_submit: their event is
 	 * queued when submit returns. Reads stay asynchronous. */
 	FSAIO_CTX_INLINE_WRITES = 1u << 3,
+	/* Where the kernel's AIO answers differently from the defaults, answer
+	 * as it does: an O_PATH fd is refused with -EBADF whatever the opcode;
+	 * a read or write on an O_NONBLOCK pipe, socket or other pollable fd
+	 * that would wait completes with what one attempt did or -EAGAIN; a
+	 * socket read or write with a non-zero offset completes with -ESPIPE;
+	 * FSAIO_OP_POLL on a file that cannot wait (a regular file, a
+	 * directory) for events it never has is refused with -EINVAL. */
+	FSAIO_CTX_KERNEL_RULES = 1u << 4,
 };
 
 /*

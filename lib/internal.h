@@ -73,12 +73,20 @@ enum {
 	FSAIO__FD_ADV_RANDOM = 1u << 8, /* fsaio_fadvise(POSIX_FADV_RANDOM): no stream readahead */
 	FSAIO__FD_ADV_SEQ = 1u << 9,    /* fsaio_fadvise(POSIX_FADV_SEQUENTIAL): a stream from the start */
 	FSAIO__FD_FIFO = 1u << 10,      /* a pipe or FIFO: splice reaches it without blocking */
+	FSAIO__FD_SOCKET = 1u << 11,
+	FSAIO__FD_PATH = 1u << 12,      /* opened O_PATH: no I/O of any kind */
+	FSAIO__FD_NO_READ_ITER = 1u << 13, /* the file has no read_iter (directory, inotify, epoll) */
+	FSAIO__FD_NO_WRITE_ITER = 1u << 14, /* nor write_iter (directory, eventfd, timerfd, signalfd) */
+	FSAIO__FD_ANON = 1u << 15,      /* an anonymous inode (eventfd, timerfd, signalfd, ...) */
 };
 
 struct fsaio__fdinfo {
 	uint32_t flags;         /* FSAIO__FD_* */
 	uint32_t kind;          /* enum fsaio__kind */
 };
+
+/* FSAIO__FD_NO_READ_ITER / _NO_WRITE_ITER of an anonymous inode, by name. */
+uint32_t fsaio__anon_no_iter(int fd);
 
 struct fsaio__fdtable {
 	pthread_mutex_t lock;   /* serialises chunk allocation and refreshes */

@@ -28,7 +28,12 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 {
 	(void)fi;
 	if (r->opcode == FSAIO_OP_POLL) {
-		fsaio__complete(ctx, r, fsaio__file_revents(r), b);
+		int64_t revents = fsaio__file_revents(r);
+
+		/* The kernel's AIO refuses to wait for what can never come. */
+		if (!revents && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+			return -EINVAL;
+		fsaio__complete(ctx, r, revents, b);
 		return 0;
 	}
 	if (fsaio__is_rw(r) && !fsaio__total(r)) {

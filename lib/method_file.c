@@ -232,7 +232,12 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 	if (fsaio__is_rw(r))
 		return start_rw(ctx, r, fi, b);
 	if (r->opcode == FSAIO_OP_POLL) {
-		fsaio__complete(ctx, r, fsaio__file_revents(r), b);
+		int64_t revents = fsaio__file_revents(r);
+
+		/* The kernel's AIO refuses to wait for what can never come. */
+		if (!revents && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+			return -EINVAL;
+		fsaio__complete(ctx, r, revents, b);
 		return 0;
 	}
 	fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: always a worker */

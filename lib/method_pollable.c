@@ -189,7 +189,7 @@ int64_t fsaio__pollable_step(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	return step(ctx, r, true, tmp, FSAIO__IOV_MAX);
 }
 
-static void start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+static int start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
 {
 	struct pollfd pfd = { .fd = r->fd, .events = (short)r->len };
 	int ret;
@@ -197,18 +197,35 @@ static void start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio_
 	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) && poll(&pfd, 1, 0) > 0) {
 		FSAIO__INC(ctx, completed_inline, 1);
 		fsaio__complete(ctx, r, (unsigned short)pfd.revents, b);
-		return;
+		return 0;
 	}
 	ret = fsaio__poller_park(ctx, r);
 	if (ret == -EPERM) {
 		/* epoll refuses files whose readiness never changes: what
-		 * poll(2) says now is all there will ever be. */
+		 * poll(2) says now is all there will ever be. The kernel's
+		 * AIO refuses to wait for anything else. */
 		if (poll(&pfd, 1, 0) > 0)
 			ret = (unsigned short)pfd.revents;
+		else if (ctx->flags & FSAIO_CTX_KERNEL_RULES)
+			return -EINVAL;
 		fsaio__complete(ctx, r, ret, b);
 	} else if (ret) {
 		fsaio__pool_queue(ctx, r);
 	}
+	return 0;
+}
+
+/* With FSAIO_CTX_KERNEL_RULES, an O_NONBLOCK fd's request that would wait
+ * ends now, as read(2) and the kernel's AIO end it. Asked only then: the
+ * caller may change O_NONBLOCK at any time. */
+static bool nonblocking(struct fsaio_ctx *ctx, const struct fsaio_req *r)
+{
+	int fl;
+
+	if (!(ctx->flags & FSAIO_CTX_KERNEL_RULES))
+		return false;
+	fl = fcntl(r->fd, F_GETFL);
+	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
@@ -217,11 +234,8 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 	struct iovec tmp[INLINE_IOV];
 	int64_t res = FSAIO__STEP_AGAIN;
 
-	(void)fi;
-	if (r->opcode == FSAIO_OP_POLL) {
-		start_poll(ctx, r, b);
-		return 0;
-	}
+	if (r->opcode == FSAIO_OP_POLL)
+		return start_poll(ctx, r, b);
 	if (!fsaio__is_rw(r)) {
 		fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: a worker */
 		return 0;
@@ -244,11 +258,24 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 			return fsaio__methods[now.kind]->start(ctx, r, now, b);
 		}
 	}
-	if (!fsaio__total(r)) {
-		fsaio__complete(ctx, r, 0, b);
+	if ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && r->offset > 0 &&
+	    (fi.flags & FSAIO__FD_SOCKET)) {
+		/* A socket has no position: the kernel's AIO refuses one. */
+		fsaio__complete(ctx, r, -ESPIPE, b);
 		return 0;
 	}
-	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) && !fsaio__poller_queued(ctx, r)) {
+	if (!fsaio__total(r)) {
+		/* A zero-length read(2) never reaches the file; the kernel's
+		 * AIO calls its read_iter, and the counters of eventfd, timerfd
+		 * and signalfd refuse a buffer too small for one value. */
+		bool tiny = (ctx->flags & FSAIO_CTX_KERNEL_RULES) && !fsaio__is_write(r) &&
+			    (fi.flags & FSAIO__FD_ANON);
+
+		fsaio__complete(ctx, r, tiny ? -EINVAL : 0, b);
+		return 0;
+	}
+	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) &&
+	    (!fsaio__poller_queued(ctx, r) || nonblocking(ctx, r))) {
 		res = step(ctx, r, false, tmp, INLINE_IOV);
 		FSAIO__INC(ctx, bytes_inline, r->done_);
 		if (res != FSAIO__STEP_AGAIN && res != FSAIO__STEP_POOL) {
@@ -257,7 +284,7 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 			return 0;
 		}
 	}
-	if (r->rw_flags & RWF_NOWAIT) {
+	if ((r->rw_flags & RWF_NOWAIT) || (res == FSAIO__STEP_AGAIN && nonblocking(ctx, r))) {
 		fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
 		return 0;
 	}

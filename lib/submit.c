@@ -204,6 +204,13 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 	ret = fsaio__fd_get(ctx, r->fd, fi);
 	if (ret)
 		return ret;
+	if ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && (fi->flags & FSAIO__FD_PATH)) {
+		ret = fsaio__fd_refresh(ctx, r->fd, fi);
+		if (ret)
+			return ret;
+		if (fi->flags & FSAIO__FD_PATH)
+			return -EBADF;
+	}
 	if (fsaio__is_rw(r)) {
 		uint32_t need = fsaio__is_write(r) ? FSAIO__FD_WRITE : FSAIO__FD_READ;
 
@@ -217,6 +224,17 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 			if (!(fi->flags & need))
 				return -EBADF;
 			if (r->offset < 0 && (fi->flags & FSAIO__FD_SEEKABLE))
+				return -EINVAL;
+		}
+		uint32_t no_iter = fsaio__is_write(r) ? FSAIO__FD_NO_WRITE_ITER :
+			FSAIO__FD_NO_READ_ITER;
+
+		/* The kernel's AIO refuses a file without read_iter/write_iter. */
+		if ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && (fi->flags & no_iter)) {
+			ret = fsaio__fd_refresh(ctx, r->fd, fi);
+			if (ret)
+				return ret;
+			if (fi->flags & no_iter)
 				return -EINVAL;
 		}
 	}
