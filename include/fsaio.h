@@ -90,7 +90,7 @@ struct fsaio_req {
 	int32_t fd;
 	uint16_t opcode;        /* enum fsaio_opcode */
 	uint16_t flags;         /* FSAIO_REQ_* */
-	int32_t rw_flags;       /* RWF_NOWAIT (fail with -EAGAIN rather than queue), RWF_DSYNC, RWF_SYNC, RWF_HIPRI, RWF_APPEND */
+	int32_t rw_flags;       /* RWF_NOWAIT (fail with -EAGAIN rather than queue), RWF_DSYNC, RWF_SYNC, RWF_HIPRI, RWF_APPEND, RWF_NOAPPEND */
 	uint32_t reserved;      /* must be 0 */
 
 	/* Private to the engine: zeroed by the prep helpers, never read by the caller. */

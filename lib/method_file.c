@@ -176,8 +176,9 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	 * -EOPNOTSUPP where the fs refuses it), whatever the fd's history. */
 	if ((fi.flags & refused) && !(r->rw_flags & RWF_NOWAIT))
 		return start_resident(ctx, r, fi, b);
-	/* Reads only: a write needs few of its pages cached (write_edges_cached). */
-	if (!write && !(ctx->flags & FSAIO_CTX_NO_PROBE) &&
+	/* Reads only: a write needs few of its pages cached (write_edges_cached).
+	 * Not with the caller's RWF_NOWAIT: the kernel answers that one. */
+	if (!write && !(ctx->flags & FSAIO_CTX_NO_PROBE) && !(r->rw_flags & RWF_NOWAIT) &&
 	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
 	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);

@@ -20,7 +20,10 @@
 #include "internal.h"
 #include "method.h"
 
-#define KNOWN_RWF (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND)
+#ifndef RWF_NOAPPEND
+#define RWF_NOAPPEND 0x00000020
+#endif
+#define KNOWN_RWF (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND | RWF_NOAPPEND)
 #define KNOWN_REQ_FLAGS ((uint16_t)FSAIO_REQ_FULL)
 
 const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX] = {
@@ -194,7 +197,8 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 		} else {
 			if (r->len > SSIZE_MAX)
 				return -EINVAL;
-			if (r->len && !r->buf)
+			/* The kernel's AIO takes a NULL buffer and faults in the event. */
+			if (r->len && !r->buf && !(ctx->flags & FSAIO_CTX_KERNEL_RULES))
 				return -EFAULT;
 			total = r->len;
 		}

@@ -16,7 +16,8 @@
  *   read/write: IOCB_FLAG_IOPRIO bad class or level EINVAL (RT unprivileged
  *     EPERM); aio_rw_flags unknown bit EOPNOTSUPP, APPEND|NOAPPEND EINVAL,
  *     NOWAIT on a file that cannot (tmpfs, directory, named FIFO, most
- *     character devices) EOPNOTSUPP, ATOMIC EOPNOTSUPP; fd not open for
+ *     character devices) EOPNOTSUPP, ATOMIC EOPNOTSUPP, DONTCACHE where the
+ *     filesystem has no FOP_DONTCACHE EOPNOTSUPP; fd not open for
  *     reading/writing EBADF; a file without read_iter/write_iter
  *     (directory; eventfd, timerfd, signalfd writes; inotify, epoll) EINVAL;
  *     more than 1024 iovecs or a negative iov_len EINVAL; a buffer beyond
@@ -63,8 +64,8 @@
 #define K_RWF_SUPPORTED 0x1ff
 /* What the engine is given: the kernel drops HIPRI for aio ("no one is
  * going to poll for this I/O"), and DONTCACHE/NOSIGNAL are hints the engine
- * does not take; NOAPPEND only matters on O_APPEND files. */
-#define ENGINE_RWF (K_RWF_DSYNC | K_RWF_SYNC | K_RWF_NOWAIT | K_RWF_APPEND)
+ * does not take. */
+#define ENGINE_RWF (K_RWF_DSYNC | K_RWF_SYNC | K_RWF_NOWAIT | K_RWF_APPEND | K_RWF_NOAPPEND)
 
 /*
  * The highest user address plus one, as the kernel's access_ok() has it:
@@ -214,6 +215,27 @@ static bool nowait_refused(int fd)
 	}
 }
 
+/* kiocb_set_rw_flags(): RWF_DONTCACHE needs the filesystem's
+ * FOP_DONTCACHE, which regular files of the disk filesystems and block
+ * devices have on 6.18, and tmpfs, pipes, sockets, character devices and
+ * anonymous inodes do not. Asked only of a request that carries it. */
+static bool dontcache_refused(int fd)
+{
+	struct statfs sf;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	if (S_ISBLK(st.st_mode))
+		return false;
+	if (!S_ISREG(st.st_mode))
+		return true;
+	return fstatfs(fd, &sf) == 0 &&
+	       (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC ||
+		sf.f_type == RAMFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC ||
+		sf.f_type == SYSFS_MAGIC);
+}
+
 /* What aio_read/aio_write find wrong with the fd before the buffers: the
  * access mode (EBADF), then a missing read_iter/write_iter (EINVAL). Only
  * asked when the buffers or offset are refused; otherwise the engine
@@ -326,6 +348,8 @@ static int decode_rw(struct shim_slot *s, const struct iocb *cb, uint16_t op)
 		if ((flags & K_RWF_NOWAIT) && nowait_refused((int)cb->aio_fildes))
 			return -EOPNOTSUPP;
 		if (flags & K_RWF_ATOMIC)
+			return -EOPNOTSUPP;
+		if ((flags & K_RWF_DONTCACHE) && dontcache_refused((int)cb->aio_fildes))
 			return -EOPNOTSUPP;
 	}
 	ret = rw_buffers(s, cb, vec, write);

@@ -79,6 +79,8 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 	if (nr > (long)c->ring->nr)
 		nr = c->ring->nr;
 	while (done < nr && !ret) {
+		struct iocb *failed = NULL;     /* the iocb prepare refused, if readable */
+		uint32_t failed_key = 0;        /* its aio_key before prepare */
 		unsigned k = 0, off;
 		int n;
 
@@ -91,11 +93,20 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 				break;
 			}
 			ucb = ios[done + k];
+			if (shim__user_ptr_ok(ucb, sizeof(*ucb))) {
+				failed = ucb;
+				failed_key = ucb->aio_key;
+			}
 			ret = prepare(c, ucb, &slots[k]);
 			if (ret)
 				break;
+			failed = NULL;
 			reqs[k] = &slots[k]->req;
-			k++;
+			/* A request that signals an eventfd ends the batch: the
+			 * kernel signals it before it reads the next iocb, which
+			 * may read that eventfd. */
+			if (slots[k++]->resfd >= 0)
+				break;
 		}
 		if (!k)
 			break;
@@ -109,15 +120,21 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 			}
 		}
 		/* The kernel stops at the refused iocb: it never looked at the
-		 * ones after it, and leaves the refused one's key alone if its
-		 * fd was bad. */
+		 * ones after it (nor at the one prepare refused), and for a
+		 * closed or O_PATH fd answers EBADF and leaves the key alone. */
 		for (unsigned i = off; i < k; i++) {
 			struct iocb *ucb = (struct iocb *)(uintptr_t)slots[i]->obj;
 
-			if (i > off || (ret == -EBADF && shim__fd_unusable(slots[i]->req.fd)))
+			bool fd_bad = i == off && shim__fd_unusable(slots[i]->req.fd);
+
+			if (fd_bad)
+				ret = -EBADF;
+			if (i > off || fd_bad)
 				ucb->aio_key = slots[i]->old_key;
 			shim__slot_release(c, slots[i]);
 		}
+		if (off < k && failed)
+			failed->aio_key = failed_key;
 		done += off;
 	}
 	return done ? done : ret;
