@@ -59,6 +59,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -271,7 +272,13 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 		bool tiny = (ctx->flags & FSAIO_CTX_KERNEL_RULES) && !fsaio__is_write(r) &&
 			    (fi.flags & FSAIO__FD_ANON);
 
-		fsaio__complete(ctx, r, tiny ? -EINVAL : 0, b);
+		int64_t res = tiny ? -EINVAL : 0;
+
+		/* sock_write_iter sends even nothing: a closed peer is EPIPE. */
+		if ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && fsaio__is_write(r) &&
+		    (fi.flags & FSAIO__FD_SOCKET) && send(r->fd, "", 0, MSG_DONTWAIT) < 0)
+			res = -errno;
+		fsaio__complete(ctx, r, res, b);
 		return 0;
 	}
 	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) &&
