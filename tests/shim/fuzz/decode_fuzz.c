@@ -30,7 +30,6 @@
 static int fds[NFD];
 static char buf[65536];
 static struct iovec iovs[64];
-static int probe_fd;
 
 static void setup(void)
 {
@@ -55,8 +54,16 @@ static void setup(void)
 	fds[5] = eventfd(0, EFD_NONBLOCK);
 	fds[6] = memfd_create("decode-fuzz", 0);
 	fds[7] = 900;   /* closed */
-	probe_fd = dup(0);
-	close(probe_fd);
+}
+
+/* The lowest free fd number now (libFuzzer itself may open some between
+ * inputs, for its symbolizer). */
+static int lowest_free_fd(void)
+{
+	int fd = dup(0);
+
+	close(fd);
+	return fd;
 }
 
 static bool allowed(int ret)
@@ -76,9 +83,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct iocb cb;
 	uint8_t sel;
 	bool fd_bad;
-	int ret, next;
+	int ret, before;
 
 	setup();
+	before = lowest_free_fd();
 	if (size < sizeof(cb) + 1)
 		return 0;
 	memcpy(&cb, data, sizeof(cb));
@@ -147,9 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	shim__decode_undo(&s);
 	/* Nothing kept: the lowest free fd is the one it was. */
-	next = dup(0);
-	close(next);
-	if (next != probe_fd)
+	if (lowest_free_fd() != before)
 		abort();
 	return 0;
 }
