@@ -78,6 +78,7 @@ static uint64_t user_limit = 0x7ffffffff000ull;
 
 __attribute__((constructor)) static void learn_user_limit(void)
 {
+	int caller_errno = errno;
 #if defined(__x86_64__)
 	void *want = (void *)(uintptr_t)0x800000000000ull;
 	void *p = mmap(want, 4096, PROT_NONE,
@@ -90,11 +91,11 @@ __attribute__((constructor)) static void learn_user_limit(void)
 		user_limit = 0x00fffffffffff000ull;
 	else
 		user_limit = 0x7ffffffff000ull;
-	errno = 0;
 #else
 	/* Elsewhere the widest the kernel may grant (arm64 with 52-bit VAs). */
 	user_limit = 1ull << 52;
 #endif
+	errno = caller_errno;
 }
 
 uint64_t shim__user_limit(void)

@@ -767,9 +767,14 @@ static bool known_difference(const struct scenario *s, const struct result *a,
 		uint64_t total = d->nbytes;
 
 		if (d->opcode == IOCB_CMD_PWRITEV) {
+			/* The kernel takes the count as unsigned int. */
+			uint32_t segs = (uint32_t)d->nbytes;
+
 			total = 0;
-			for (unsigned k = 0; k < d->nbytes && k < 8; k++)
+			for (unsigned k = 0; k < segs && k < 8; k++)
 				total |= d->iov[k].len;
+			if (segs > 8)
+				total = 1;
 		}
 		if (file && (d->rw_flags & 0x08) && !total &&
 		    (d->opcode == IOCB_CMD_PWRITE || d->opcode == IOCB_CMD_PWRITEV))
