@@ -21,8 +21,8 @@
  *     reading/writing EBADF; a file without read_iter/write_iter
  *     (directory; eventfd, timerfd, signalfd writes; inotify, epoll) EINVAL;
  *     more than 1024 iovecs or a negative iov_len EINVAL; a buffer beyond
- *     the user address space EFAULT (a single buffer is clamped to
- *     MAX_RW_COUNT first, an iovec after); negative offset or offset +
+ *     the user address space EFAULT (a single buffer, or a vector of one,
+ *     is clamped to MAX_RW_COUNT first; longer vectors after); negative offset or offset +
  *     count overflowing EINVAL
  *   FSYNC/FDSYNC: buf/nbytes/offset/rw_flags set, or a file without fsync EINVAL
  *   POLL: events past 16 bits, offset, nbytes or rw_flags EINVAL; on a file
@@ -30,8 +30,9 @@
  * The per-file facts (access mode, O_PATH, kind of file) are the engine's,
  * learnt once per fd (FSAIO_CTX_KERNEL_RULES makes it answer as the kernel
  * does); this file asks the kernel itself only on paths that are already
- * errors or rare (RWF_NOWAIT, RESFD, FSYNC), so a good read or write costs
- * no system call here.
+ * errors or rare (RWF_NOWAIT, RWF_DONTCACHE, RESFD, FSYNC), so a good
+ * PREAD or PWRITE costs no system call here (a vector is copied in with
+ * process_vm_readv, which turns a bad array into EFAULT).
  */
 #include <errno.h>
 #include <fcntl.h>
