@@ -40,6 +40,18 @@ static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinf
 		fsaio__complete(ctx, r, 0, b);
 		return 0;
 	}
+	if ((r->rw_flags & RWF_NOWAIT) && (ctx->flags & FSAIO_CTX_KERNEL_RULES)) {
+		/* The caller's RWF_NOWAIT gets the kernel's own answer (-EAGAIN,
+		 * or -EINVAL for a misaligned buffer), from one call here. */
+		struct iovec tmp[FSAIO__IOV_MAX];
+		ssize_t n;
+
+		do
+			n = fsaio__rw_once(r, tmp, FSAIO__IOV_MAX, r->rw_flags);
+		while (n == -EINTR);
+		fsaio__complete(ctx, r, n, b);
+		return 0;
+	}
 	r->priv_[2] = 0;
 	if (fsaio__uring_queue(ctx, r, true) == 0)
 		return 0;
