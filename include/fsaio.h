@@ -111,7 +111,7 @@ struct fsaio_req {
 	int32_t fd;
 	uint16_t opcode;        /* enum fsaio_opcode */
 	uint16_t flags;         /* FSAIO_REQ_* */
-	int32_t rw_flags;       /* RWF_NOWAIT (fail with -EAGAIN rather than queue), RWF_DSYNC, RWF_SYNC, RWF_HIPRI, RWF_APPEND */
+	int32_t rw_flags;       /* RWF_NOWAIT (fail with -EAGAIN rather than queue), RWF_DSYNC, RWF_SYNC, RWF_HIPRI, RWF_APPEND, RWF_NOAPPEND */
 	uint32_t reserved;      /* must be 0 */
 
 	/* Private to the engine: zeroed by the prep helpers, never read by the caller. */
@@ -148,6 +148,14 @@ enum {
 	 * as the kernel's AIO does them inside io_submit: their event is
 	 * queued when submit returns. Reads stay asynchronous. */
 	FSAIO_CTX_INLINE_WRITES = 1u << 3,
+	/* Where the kernel's AIO answers differently from the defaults, answer
+	 * as it does: an O_PATH fd is refused with -EBADF whatever the opcode;
+	 * a read or write on an O_NONBLOCK pipe, socket or other pollable fd
+	 * that would wait completes with what one attempt did or -EAGAIN; a
+	 * socket read or write with a non-zero offset completes with -ESPIPE;
+	 * FSAIO_OP_POLL on a file that cannot wait (a regular file, a
+	 * directory) for events it never has is refused with -EINVAL. */
+	FSAIO_CTX_KERNEL_RULES = 1u << 4,
 };
 
 /*

@@ -87,7 +87,8 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	if (p->queue_depth > MAX_DEPTH || p->workers > MAX_WORKERS ||
 	    p->miss_backend > FSAIO_BACKEND_URING ||
 	    (p->flags & ~(uint32_t)(FSAIO_CTX_NO_INLINE | FSAIO_CTX_NO_PROBE |
-			      FSAIO_CTX_NO_READAHEAD | FSAIO_CTX_INLINE_WRITES)))
+			      FSAIO_CTX_NO_READAHEAD | FSAIO_CTX_INLINE_WRITES |
+			      FSAIO_CTX_KERNEL_RULES)))
 		return -EINVAL;
 
 	pthread_once(&atfork_once, register_atfork);

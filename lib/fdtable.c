@@ -15,8 +15,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ctx.h"
 #include "fdtable.h"
@@ -74,6 +77,25 @@ static struct fsaio__fdinfo unpack(uint64_t w)
 	return (struct fsaio__fdinfo){ .flags = (uint32_t)w, .kind = (uint32_t)(w >> 32) };
 }
 
+/* Anonymous inodes by name: which have the kernel's read_iter/write_iter.
+ * eventfd, timerfd, signalfd and userfaultfd read only; the others
+ * (inotify, epoll, io_uring, perf, ...) neither. */
+uint32_t fsaio__anon_no_iter(int fd)
+{
+	char path[40], name[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, name, sizeof(name) - 1);
+	if (n < 0)
+		return 0;
+	name[n] = 0;
+	if (!strcmp(name, "anon_inode:[eventfd]") || !strcmp(name, "anon_inode:[timerfd]") ||
+	    !strcmp(name, "anon_inode:[signalfd]") || !strcmp(name, "anon_inode:[userfaultfd]"))
+		return FSAIO__FD_NO_WRITE_ITER;
+	return FSAIO__FD_NO_READ_ITER | FSAIO__FD_NO_WRITE_ITER;
+}
+
 static int learn(int fd, struct fsaio__fdinfo *fi)
 {
 	struct stat st;
@@ -91,8 +113,10 @@ static int learn(int fd, struct fsaio__fdinfo *fi)
 		fi->flags |= FSAIO__FD_WRITE;
 	if (fl & (O_SYNC | O_DSYNC))
 		fi->flags |= FSAIO__FD_SYNC;
-	if (fl & O_PATH)
+	if (fl & O_PATH) {
 		fi->flags &= ~(uint32_t)(FSAIO__FD_READ | FSAIO__FD_WRITE);
+		fi->flags |= FSAIO__FD_PATH;
+	}
 	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
 		fi->flags |= FSAIO__FD_SEEKABLE;
 		fi->kind = (fl & O_DIRECT) ? FSAIO__KIND_DIRECT : FSAIO__KIND_FILE;
@@ -103,8 +127,14 @@ static int learn(int fd, struct fsaio__fdinfo *fi)
 		fi->kind = FSAIO__KIND_POLLABLE;
 		if (S_ISFIFO(st.st_mode))
 			fi->flags |= FSAIO__FD_FIFO;
+		if (S_ISSOCK(st.st_mode))
+			fi->flags |= FSAIO__FD_SOCKET;
+		if (!(st.st_mode & S_IFMT) && !(fl & O_PATH))
+			fi->flags |= FSAIO__FD_ANON | fsaio__anon_no_iter(fd);
 	} else {
 		fi->kind = FSAIO__KIND_BLOCKING;
+		if (S_ISDIR(st.st_mode))
+			fi->flags |= FSAIO__FD_NO_READ_ITER | FSAIO__FD_NO_WRITE_ITER;
 	}
 	return 0;
 }

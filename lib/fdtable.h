@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "fdfacts.h"
 #include "req.h"
 
 /* What the engine knows about an fd: one atomic word per fd (fdtable.c). */
@@ -29,6 +30,10 @@ enum {
 	FSAIO__FD_ADV_RANDOM = 1u << 8, /* fsaio_fadvise(POSIX_FADV_RANDOM): no stream readahead */
 	FSAIO__FD_ADV_SEQ = 1u << 9,    /* fsaio_fadvise(POSIX_FADV_SEQUENTIAL): a stream from the start */
 	FSAIO__FD_FIFO = 1u << 10,      /* a pipe or FIFO: splice reaches it without blocking */
+	FSAIO__FD_SOCKET = 1u << 11,
+	FSAIO__FD_PATH = 1u << 16,      /* opened O_PATH: no I/O of any kind */
+	/* 1u << 17, 1u << 18: FSAIO__FD_NO_READ_ITER, _NO_WRITE_ITER (fdfacts.h) */
+	FSAIO__FD_ANON = 1u << 19,      /* an anonymous inode (eventfd, timerfd, signalfd, ...) */
 	/* Reads missed in a row since the last hit, saturating (a hint). */
 	FSAIO__FD_MISS_ONE = 1u << 12,
 	FSAIO__FD_MISS_MASK = 7u << 12,

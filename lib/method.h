@@ -8,6 +8,8 @@
 #ifndef FSAIO_METHOD_H
 #define FSAIO_METHOD_H
 
+#include "cq.h"
+#include "ctx.h"
 #include "fdtable.h"
 #include "req.h"
 
@@ -34,6 +36,20 @@ extern const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX];
 /* A method's start() that finds r's fd names another kind of file now,
  * before any progress: submit checks it again and starts the right method. */
 #define FSAIO__RESTART 1
+
+/* FSAIO_OP_POLL on a file that is always ready (regular, O_DIRECT): poll(2)'s
+ * revents at once; with FSAIO_CTX_KERNEL_RULES, events it can never have are
+ * refused (-EINVAL), as the kernel's AIO refuses to wait for them. */
+static inline int fsaio__poll_file(struct fsaio_ctx *ctx, struct fsaio_req *r,
+				   struct fsaio__batch *b)
+{
+	int64_t revents = fsaio__file_revents(r);
+
+	if (!revents && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+		return -EINVAL;
+	fsaio__complete(ctx, r, revents, b);
+	return 0;
+}
 
 /* The poller's non-blocking retry of r's remainder (exec_ops.step): the
  * event's res, or FSAIO__STEP_AGAIN / FSAIO__STEP_POOL. */

@@ -25,6 +25,7 @@
 #include "ctx.h"
 #include "fdtable.h"
 #include "method.h"
+#include "rw.h"
 #include "req.h"
 #include "uring.h"
 
@@ -32,12 +33,22 @@ static int direct_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio
 		 struct fsaio__batch *b)
 {
 	(void)fi;
-	if (r->opcode == FSAIO_OP_POLL) {
-		fsaio__complete(ctx, r, fsaio__file_revents(r), b);
-		return 0;
-	}
+	if (r->opcode == FSAIO_OP_POLL)
+		return fsaio__poll_file(ctx, r, b);
 	if (fsaio__is_rw(r) && !fsaio__total(r)) {
 		fsaio__complete(ctx, r, 0, b);
+		return 0;
+	}
+	if ((r->rw_flags & RWF_NOWAIT) && (ctx->flags & FSAIO_CTX_KERNEL_RULES)) {
+		/* The caller's RWF_NOWAIT gets the kernel's own answer (-EAGAIN,
+		 * or -EINVAL for a misaligned buffer), from one call here. */
+		struct iovec tmp[FSAIO__IOV_MAX];
+		ssize_t n;
+
+		do
+			n = fsaio__rw_once(r, tmp, FSAIO__IOV_MAX, r->rw_flags);
+		while (n == -EINTR);
+		fsaio__complete(ctx, r, n, b);
 		return 0;
 	}
 	r->hints_ = 0;

@@ -188,8 +188,9 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__miss(ctx, r, b);
 		return 0;
 	}
-	/* Reads only: a write needs few of its pages cached (write_edges_cached). */
-	if (!write && !(ctx->flags & FSAIO_CTX_NO_PROBE) &&
+	/* Reads only: a write needs few of its pages cached (write_edges_cached).
+	 * Not with the caller's RWF_NOWAIT: the kernel answers that one. */
+	if (!write && !(ctx->flags & FSAIO_CTX_NO_PROBE) && !(r->rw_flags & RWF_NOWAIT) &&
 	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
 	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);
@@ -243,10 +244,8 @@ static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 {
 	if (fsaio__is_rw(r))
 		return start_rw(ctx, r, fi, b);
-	if (r->opcode == FSAIO_OP_POLL) {
-		fsaio__complete(ctx, r, fsaio__file_revents(r), b);
-		return 0;
-	}
+	if (r->opcode == FSAIO_OP_POLL)
+		return fsaio__poll_file(ctx, r, b);
 	fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: always a worker */
 	return 0;
 }

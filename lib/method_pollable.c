@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "carry.h"
@@ -185,10 +186,25 @@ static int start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 		 * poll(2) says now is all there will ever be. */
 		if (poll(&pfd, 1, 0) > 0)
 			ret = (unsigned short)pfd.revents;
+		else if (ctx->flags & FSAIO_CTX_KERNEL_RULES)
+			return -EINVAL;         /* the kernel's AIO will not wait for it */
 		fsaio__complete(ctx, r, ret, b);
 		return 0;
 	}
 	return ret ? fsaio__carry_pollable(ctx, r, b) : 0;
+}
+
+/* With FSAIO_CTX_KERNEL_RULES, an O_NONBLOCK fd's request that would wait
+ * ends now, as read(2) and the kernel's AIO end it. Asked only then: the
+ * caller may change O_NONBLOCK at any time. */
+static bool nonblocking(struct fsaio_ctx *ctx, const struct fsaio_req *r)
+{
+	int fl;
+
+	if (!(ctx->flags & FSAIO_CTX_KERNEL_RULES))
+		return false;
+	fl = fcntl(r->fd, F_GETFL);
+	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
@@ -209,11 +225,29 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 	 * sockets and ttys). */
 	if (r->offset >= 0 && lseek(r->fd, 0, SEEK_CUR) >= 0 && fsaio__fd_changed(ctx, r->fd, fi))
 		return FSAIO__RESTART;
-	if (!fsaio__total(r)) {
-		fsaio__complete(ctx, r, 0, b);
+	if ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && r->offset > 0 &&
+	    (fi.flags & FSAIO__FD_SOCKET)) {
+		/* A socket has no position: the kernel's AIO refuses one. */
+		fsaio__complete(ctx, r, -ESPIPE, b);
 		return 0;
 	}
-	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) && !fsaio__poller_queued(ctx, r)) {
+	if (!fsaio__total(r)) {
+		/* A zero-length read(2) never reaches the file; the kernel's
+		 * AIO calls its read_iter, and the counters of eventfd, timerfd
+		 * and signalfd refuse a buffer too small for one value. */
+		bool tiny = (ctx->flags & FSAIO_CTX_KERNEL_RULES) && !fsaio__is_write(r) &&
+			    (fi.flags & FSAIO__FD_ANON);
+		int64_t zres = tiny ? -EINVAL : 0;
+
+		/* sock_write_iter sends even nothing: a closed peer is EPIPE. */
+		if ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && fsaio__is_write(r) &&
+		    (fi.flags & FSAIO__FD_SOCKET) && send(r->fd, "", 0, MSG_DONTWAIT) < 0)
+			zres = -errno;
+		fsaio__complete(ctx, r, zres, b);
+		return 0;
+	}
+	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) &&
+	    (!fsaio__poller_queued(ctx, r) || nonblocking(ctx, r))) {
 		res = step(ctx, r, false, tmp, INLINE_IOV);
 		FSAIO__INC(ctx, bytes_inline, r->done_);
 		if (res != FSAIO__STEP_AGAIN && res != FSAIO__STEP_POOL) {
@@ -222,7 +256,7 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 			return 0;
 		}
 	}
-	if (r->rw_flags & RWF_NOWAIT) {
+	if ((r->rw_flags & RWF_NOWAIT) || (res == FSAIO__STEP_AGAIN && nonblocking(ctx, r))) {
 		fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
 		return 0;
 	}

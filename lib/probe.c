@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctx.h"
@@ -98,8 +99,21 @@ enum fsaio__residency fsaio__probe(struct fsaio_ctx *ctx, int fd, uint64_t off, 
 		struct cs_stat cs;
 
 		if (syscall(__NR_cachestat, fd, &rg, &cs, 0) == 0) {
+			struct stat st;
+
+			r = classify(cs.nr_cache, pages);
+			/* Pages past end of file are never cached: judge only
+			 * up to it (a read at or past it needs no I/O at all).
+			 * Asked only when the answer would send it to a worker. */
+			if (r != FSAIO__RES_HOT && fstat(fd, &st) == 0 &&
+			    off + len > (uint64_t)st.st_size) {
+				uint64_t size = (uint64_t)st.st_size;
+
+				r = off >= size ? FSAIO__RES_HOT :
+				    classify(cs.nr_cache, (size + ps - 1) / ps - off / ps);
+			}
 			errno = saved;
-			return classify(cs.nr_cache, pages);
+			return r;
 		}
 		if (errno == ENOSYS || errno == EPERM)
 			atomic_store_explicit(&probe_mode, 2, memory_order_relaxed);

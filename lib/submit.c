@@ -27,7 +27,10 @@
 #include "req.h"
 #include "uring.h"
 
-#define KNOWN_RWF (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND)
+#ifndef RWF_NOAPPEND
+#define RWF_NOAPPEND 0x00000020
+#endif
+#define KNOWN_RWF (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND | RWF_NOAPPEND)
 #define KNOWN_REQ_FLAGS ((uint16_t)FSAIO_REQ_FULL)
 
 const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX] = {
@@ -36,6 +39,19 @@ const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX] = {
 	[FSAIO__KIND_DIRECT] = &fsaio__method_direct,
 	[FSAIO__KIND_BLOCKING] = &fsaio__method_blocking,
 };
+
+/* FSAIO_CTX_KERNEL_RULES: what the kernel's AIO refuses at submit from the
+ * file alone: an O_PATH fd (-EBADF), a file without read_iter/write_iter
+ * (-EINVAL). */
+static int kernel_refuses(const struct fsaio_req *r, struct fsaio__fdinfo fi)
+{
+	if (fi.flags & FSAIO__FD_PATH)
+		return -EBADF;
+	if (fsaio__is_rw(r) &&
+	    (fi.flags & (fsaio__is_write(r) ? FSAIO__FD_NO_WRITE_ITER : FSAIO__FD_NO_READ_ITER)))
+		return -EINVAL;
+	return 0;
+}
 
 static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo *fi)
 {
@@ -67,7 +83,8 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 		} else {
 			if (r->len > SSIZE_MAX)
 				return -EINVAL;
-			if (r->len && !r->buf)
+			/* The kernel's AIO takes a NULL buffer and faults in the event. */
+			if (r->len && !r->buf && !(ctx->flags & FSAIO_CTX_KERNEL_RULES))
 				return -EFAULT;
 			total = r->len;
 		}
@@ -80,7 +97,11 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 		return ret;
 	ret = fsaio__fd_fit(r, *fi);
 	/* The cached facts may belong to an fd number since reused. */
-	return ret ? fsaio__fd_recheck(ctx, r, fi) : 0;
+	if (ret || ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && kernel_refuses(r, *fi)))
+		ret = fsaio__fd_recheck(ctx, r, fi);
+	if (!ret && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+		ret = kernel_refuses(r, *fi);
+	return ret;
 }
 
 /* Hand r to the method of its fd's kind. A method that finds the fd names

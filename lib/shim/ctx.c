@@ -48,6 +48,7 @@ static uint32_t reg_next_id;    /* reg_lock: ring->id of the next context */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static uint32_t possible_cpus = 1;      /* written once by init_once */
 static uint64_t aio_max_nr = 65536;     /* written once by init_once */
+static uint32_t engine_flags;           /* written once by init_once */
 
 static unsigned bucket(const void *ring)
 {
@@ -110,6 +111,7 @@ fallback:
 
 static void init(void)
 {
+	const char *env;
 	char buf[32];
 	ssize_t len;
 	int fd;
@@ -124,6 +126,12 @@ static void init(void)
 			aio_max_nr = strtoull(buf, NULL, 10);
 		}
 	}
+	/* Buffered writes complete inside io_submit, as the kernel's do,
+	 * unless FSAIO_ASYNC_WRITES=1 hands them to the workers. */
+	engine_flags = FSAIO_CTX_KERNEL_RULES;
+	env = getenv("FSAIO_ASYNC_WRITES");
+	if (!env || strcmp(env, "1") != 0)
+		engine_flags |= FSAIO_CTX_INLINE_WRITES;
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
@@ -241,6 +249,7 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 	 * completed request is counted out of the engine a little after our
 	 * callback returns, hence the margin. */
 	p.queue_depth = c->capacity * 2 + 64;
+	p.flags = engine_flags;
 	p.complete = shim__complete;
 	p.complete_arg = c;
 	ret = fsaio_ctx_create(&p, &c->engine);

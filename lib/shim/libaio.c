@@ -128,6 +128,8 @@ int shim_io_getevents_0_1(io_context_t ctx, long nr, struct io_event *events,
 	struct timespec t, *tp = NULL;
 
 	if (timeout) {
+		if (!shim__user_ptr_ok(timeout, sizeof(*timeout)))
+			return -EFAULT;
 		t = *timeout;
 		tp = &t;
 	}
@@ -164,7 +166,7 @@ int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 	/* The kernel no longer fills evt: the event always comes through
 	 * the ring. It first reads aio_key, which submit set to 0. */
 	(void)evt;
-	if (!iocb)
+	if (!shim__user_ptr_ok(iocb, sizeof(*iocb)))
 		return -EFAULT;
 	if (iocb->aio_key != 0)
 		return -EINVAL;
@@ -245,6 +247,8 @@ int shim_io_queue_wait_0_1(io_context_t ctx, struct timespec *timeout)
 	struct timespec t, *tp = NULL;
 
 	if (timeout) {
+		if (!shim__user_ptr_ok(timeout, sizeof(*timeout)))
+			return -EFAULT;
 		t = *timeout;
 		tp = &t;
 	}

@@ -100,12 +100,7 @@ bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out)
 /* Give back a slot whose request was never accepted by the engine. */
 void shim__slot_release(struct shim_ctx *c, struct shim_slot *s)
 {
-	if (s->resfd >= 0)
-		close(s->resfd);
-	s->resfd = -1;
-	if (s->iov != s->iov_inline)
-		free(s->iov);
-	s->iov = s->iov_inline;
+	shim__decode_undo(s);
 	pthread_mutex_lock(&c->lock);
 	s->busy = false;
 	c->avail++;
@@ -328,10 +323,19 @@ static int wait_efd(int efd, int64_t deadline, const sigset_t *mask)
 long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *events,
 		     const struct timespec *timeout, const sigset_t *sigmask)
 {
-	int64_t tmo = timeout_ns(timeout), deadline;
+	int64_t tmo, deadline;
 	long got = 0;
 	int efd = -1;
+	/* A destination outside the user address range is NULL's case: the
+	 * kernel's copy_to_user faults once it has an event to copy. */
+	bool events_ok = events && shim__user_ptr_ok(events, sizeof(*events));
 
+	/* get_timespec64() comes first in the kernel's io_getevents. */
+	if (timeout && !shim__user_ptr_ok(timeout, sizeof(*timeout)))
+		return -EFAULT;
+	if (sigmask && !shim__user_ptr_ok(sigmask, _NSIG / 8))
+		return -EFAULT;
+	tmo = timeout_ns(timeout);
 	if (min_nr < 0 || min_nr > nr)
 		return -EINVAL;
 	deadline = tmo < 0 ? INT64_MAX : mono_ns() + tmo;
@@ -346,12 +350,12 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 		int w;
 
 		/* The kernel faults only when it has an event to copy. */
-		if (!events && nr > 0 && !ring_empty(c)) {
+		if (!events_ok && nr > 0 && !ring_empty(c)) {
 			if (!got)
 				got = -EFAULT;
 			break;
 		}
-		if (events)
+		if (events_ok)
 			got += reap_locked(c, nr - got, events + got);
 		if (got >= min_nr)
 			break;

@@ -140,6 +140,21 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 void shim__slot_release(struct shim_ctx *c, struct shim_slot *s);
 bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out);
 
+/* decode.c: judging an iocb (no context needed, for the fuzz target too).
+ * decode_head before a slot is taken; decode_fd, then (aio_key written)
+ * decode_op; on an error from either, decode_fail gives the kernel's answer
+ * and says whether the fd itself was bad; decode_undo frees what a decode
+ * took (the RESFD dup, a malloc'd vector). */
+uint64_t shim__user_limit(void);
+bool shim__user_ok(const void *p, uint64_t len);
+bool shim__user_ptr_ok(const void *p, uint64_t len);
+bool shim__fd_unusable(int fd);
+int shim__decode_head(const struct iocb *cb);
+int shim__decode_fd(struct shim_slot *s, const struct iocb *cb);
+int shim__decode_op(struct shim_slot *s, const struct iocb *cb);
+int shim__decode_fail(const struct iocb *cb, int ret, bool *fd_bad);
+void shim__decode_undo(struct shim_slot *s);
+
 /* submit.c */
 long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios);
 int shim__cancel(struct shim_ctx *c, struct iocb *iocb);
