@@ -120,19 +120,29 @@ int shim_io_getevents_0_4(io_context_t ctx, long min_nr, long nr, struct io_even
 	return shim__io_getevents(ctx, min_nr, nr, events, timeout);
 }
 
+/* The 0.1 forms' timeout, copied as libaio copies it (a pointer outside
+ * user space is -EFAULT, as the kernel answers): 0, or -EFAULT. */
+static int copy_timeout(const struct timespec *in, struct timespec *t, struct timespec **out)
+{
+	*out = NULL;
+	if (!in)
+		return 0;
+	if (!shim__user_ptr_ok(in, sizeof(*in)))
+		return -EFAULT;
+	*t = *in;
+	*out = t;
+	return 0;
+}
+
 /* The 0.1 form waited for at least one event. */
 SHIM_API SYMVER("io_getevents@LIBAIO_0.1")
 int shim_io_getevents_0_1(io_context_t ctx, long nr, struct io_event *events,
 			  const struct timespec *const timeout)
 {
-	struct timespec t, *tp = NULL;
+	struct timespec t, *tp;
 
-	if (timeout) {
-		if (!shim__user_ptr_ok(timeout, sizeof(*timeout)))
-			return -EFAULT;
-		t = *timeout;
-		tp = &t;
-	}
+	if (copy_timeout(timeout, &t, &tp))
+		return -EFAULT;
 	return shim__io_getevents(ctx, 1, nr, events, tp);
 }
 
@@ -244,13 +254,9 @@ int shim_io_queue_wait_0_4(io_context_t ctx, struct timespec *timeout)
 SHIM_API SYMVER("io_queue_wait@LIBAIO_0.1")
 int shim_io_queue_wait_0_1(io_context_t ctx, struct timespec *timeout)
 {
-	struct timespec t, *tp = NULL;
+	struct timespec t, *tp;
 
-	if (timeout) {
-		if (!shim__user_ptr_ok(timeout, sizeof(*timeout)))
-			return -EFAULT;
-		t = *timeout;
-		tp = &t;
-	}
+	if (copy_timeout(timeout, &t, &tp))
+		return -EFAULT;
 	return shim__io_getevents(ctx, 0, 0, NULL, tp);
 }
