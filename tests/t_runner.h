@@ -15,7 +15,9 @@
 #ifndef T_RUNNER_H
 #define T_RUNNER_H
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -86,6 +88,13 @@ _Noreturn void t_fail(const char *file, int line, const char *expr, const char *
 #define cr_assert_str_eq(a, b, ...) cr_assert(strcmp((a), (b)) == 0, __VA_ARGS__)
 #define cr_assert_null(p, ...) cr_assert((p) == NULL, __VA_ARGS__)
 #define cr_assert_not_null(p, ...) cr_assert((p) != NULL, __VA_ARGS__)
+/* End the test as skipped (exit T_SKIP_STATUS), saying why on stdout. */
+#define cr_skip_test(...) do {							\
+	printf("skipped: " __VA_ARGS__);					\
+	printf("\n");								\
+	fflush(stdout);								\
+	_exit(T_SKIP_STATUS);							\
+} while (0)
 #define cr_assert_fail(...) t_fail(__FILE__, __LINE__, "fail", " " __VA_ARGS__)
 
 #endif /* T_RUNNER_H */

@@ -153,8 +153,13 @@ struct shim_ctx *shim__get(io_context_t id)
 
 void shim__put(struct shim_ctx *c)
 {
-	/* The last call out of a dying context lets io_destroy go on. */
-	if (atomic_fetch_sub(&c->refs, 1) == 1 && atomic_load(&c->dead))
+	/* The last call out of a dying context lets io_destroy go on. dead is
+	 * read before the decrement: after it io_destroy may free c (the wake
+	 * only names the address). One that went dead in between is seen by
+	 * io_destroy's bounded wait. */
+	bool dying = atomic_load(&c->dead);
+
+	if (atomic_fetch_sub(&c->refs, 1) == 1 && dying)
 		syscall(SYS_futex, &c->refs, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
@@ -339,8 +344,13 @@ int shim__io_destroy(io_context_t id)
 	 * every call in progress to leave. */
 	atomic_store(&c->dead, 1);
 	shim__wake(c);
-	while ((v = atomic_load(&c->refs)) != 0)
-		syscall(SYS_futex, &c->refs, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+	while ((v = atomic_load(&c->refs)) != 0) {
+		/* Bounded: a call that read dead before it was set leaves
+		 * without a wake (shim__put). */
+		struct timespec ms = { 0, 1000000 };
+
+		syscall(SYS_futex, &c->refs, FUTEX_WAIT_PRIVATE, v, &ms, NULL, 0);
+	}
 
 	/* The kernel cancels what can be cancelled (polls) and waits for the
 	 * rest: a read submitted before io_destroy has filled its buffer, a

@@ -82,12 +82,15 @@ __attribute__((constructor)) static void learn_user_limit(void)
 	int caller_errno = errno;
 #if defined(__x86_64__)
 	void *want = (void *)(uintptr_t)0x800000000000ull;
-	void *p = mmap(want, 4096, PROT_NONE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE, -1, 0);
+	/* Raw calls: the kernel's answer is wanted, not a sanitizer's view of
+	 * which addresses a program may map. */
+	void *p = (void *)syscall(SYS_mmap, want, 4096, PROT_NONE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE,
+				  -1, 0);
 	int saved = errno;
 
 	if (p == want)
-		munmap(p, 4096);
+		syscall(SYS_munmap, p, 4096);
 	if (p == want || (p == MAP_FAILED && saved == EEXIST))
 		user_limit = 0x00fffffffffff000ull;
 	else

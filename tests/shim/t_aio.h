@@ -17,7 +17,11 @@
 #ifndef T_AIO_H
 #define T_AIO_H
 
+#ifdef T_NO_CRITERION
+#include "../t_runner.h"    /* ThreadSanitizer builds: see t_runner.h */
+#else
 #include <criterion/criterion.h>
+#endif
 #include <errno.h>
 #include <libaio.h>
 #include <stdbool.h>
