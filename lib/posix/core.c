@@ -2,34 +2,29 @@
 /*
  * DESIGN: requests in flight, their order on an fd, completion and fork.
  *
- * Two engine contexts serve the process (get_ctx: one for requests
- * notified by a signal, one for the rest), created on first use with a
- * completion callback, px__complete: every request's status goes
- * straight into the program's aiocb, so nothing is reaped. A cache hit is
- * completed by the engine inside the submitting call.
+ * The engine contexts (engine.c) complete every request through
+ * px__complete: its status goes straight into the program's aiocb, so
+ * nothing is reaped. A cache hit completes inside the submitting call.
  *
  * Order on an fd. Requests on one fd run concurrently, except where POSIX
- * or the file's mode gives an order that the program can rely on:
- *   - aio_fsync covers every request on the fd queued before it: it is a
- *     barrier, held until those have completed, then given to the engine;
- *   - a write on an O_APPEND fd is a barrier behind the earlier writes and
- *     fsyncs on the fd, so appends land in submission order.
- * Every request in flight is linked, in submission order, on the list of
- * its fd's bucket (fd % PX_BUCKETS). A barrier counts, when linked, the
- * earlier requests it waits for (blockers); each of those decrements it
- * when it is unlinked, and the one that brings it to 0 queues it for the
- * dispatcher thread, which submits it (the engine's callback may not call
- * into the engine).
+ * or the file's mode gives an order the program can rely on: aio_fsync
+ * covers every request on the fd queued before it (a barrier, held until
+ * those completed, then given to the engine); a write on an O_APPEND fd is
+ * a barrier behind the earlier writes and fsyncs, so appends land in
+ * submission order. Every request in flight is linked, in submission
+ * order, on its fd's bucket (fd % PX_BUCKETS). A barrier counts the earlier
+ * requests it waits for; each decrements it when unlinked, and the one that
+ * brings it to 0 queues it for the dispatcher thread, which submits it (the
+ * engine's callback may not call into the engine).
  *
  * Locks: bucket->lock guards its list and the state, blockers and links of
- * its requests; ctx_lock the engine context's creation; disp_lock the
- * dispatcher's queue. All are leaves (see px.h).
+ * its requests; disp_lock the dispatcher's queue. Leaves (see px.h), taken
+ * after engine.c's ctx_lock in the fork handlers.
  *
- * fork(): the child has none of the parent's threads or requests. The
- * child handler empties the buckets and the dispatcher's queue and drops
- * the engine context, so the child's calls see only its own requests and
- * its first submit makes a fresh context. The parent's aiocbs keep in the
- * child whatever status they had (their memory is a copy), as with glibc.
+ * fork(): the child has none of the parent's threads or requests: its
+ * handler (px__queues_fork_child) empties the buckets and the dispatcher's
+ * queue. The parent's aiocbs keep in the child whatever status they had
+ * (their memory is a copy), as with glibc.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +39,6 @@
 #include "nocancel.h"
 
 #define PX_BUCKETS 64
-#define PX_DEPTH (1u << 20)     /* the engine's limit: requests in flight */
 
 struct bucket {
 	pthread_mutex_t lock;
@@ -54,47 +48,38 @@ struct bucket {
 
 static struct bucket buckets[PX_BUCKETS];
 
-static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Two engine contexts, made on first use: PX_SIGNALLED carries the
- * requests notified by a signal (their own or their list's) with worker
- * threads only; PX_PLAIN the others with the engine's choice (io_uring
- * where it serves). io_uring runs a request's completion work in the
- * submitting thread, which wakes a sigwaitinfo(2) sleeping there with
- * EINTR: that is where POSIX AIO programs wait for their signals. */
-enum { PX_PLAIN, PX_SIGNALLED, PX_NCTX };
-static _Atomic(fsaio_ctx_t *) engine[PX_NCTX];  /* set under ctx_lock; read with acquire */
-static fsaio_ctx_t *stale_engine[PX_NCTX];      /* ctx_lock: the parent's, in a forked child */
-static unsigned want_workers;           /* ctx_lock: aio_init's aio_threads */
-
 static pthread_mutex_t disp_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t disp_cond = PTHREAD_COND_INITIALIZER;
 static struct px_req *disp_head, *disp_tail;    /* disp_lock */
 static bool disp_running;                       /* disp_lock */
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static struct bucket *bucket_of(int fd)
 {
 	return &buckets[(unsigned)fd % PX_BUCKETS];
 }
 
-static void fork_prepare(void)
+/* The request queues around fork (engine.c's handlers call these). */
+void px__queues_init(void)
 {
-	pthread_mutex_lock(&ctx_lock);
+	for (unsigned i = 0; i < PX_BUCKETS; i++)
+		pthread_mutex_init(&buckets[i].lock, NULL);
+}
+
+void px__queues_fork_prepare(void)
+{
 	pthread_mutex_lock(&disp_lock);
 	for (unsigned i = 0; i < PX_BUCKETS; i++)
 		pthread_mutex_lock(&buckets[i].lock);
 }
 
-static void fork_parent(void)
+void px__queues_fork_parent(void)
 {
 	for (unsigned i = 0; i < PX_BUCKETS; i++)
 		pthread_mutex_unlock(&buckets[i].lock);
 	pthread_mutex_unlock(&disp_lock);
-	pthread_mutex_unlock(&ctx_lock);
 }
 
-static void fork_child(void)
+void px__queues_fork_child(void)
 {
 	/* The parent's requests are not the child's: forget them. Their
 	 * records are freed; no thread of the child refers to them. */
@@ -114,102 +99,6 @@ static void fork_child(void)
 	disp_running = false;
 	pthread_cond_init(&disp_cond, NULL);
 	pthread_mutex_unlock(&disp_lock);
-	/* The engine's own fork handler makes the old context answer only
-	 * to destroy (memory only); the next get_ctx does that. */
-	for (int i = 0; i < PX_NCTX; i++) {
-		stale_engine[i] = atomic_load_explicit(&engine[i], memory_order_relaxed);
-		atomic_store_explicit(&engine[i], NULL, memory_order_relaxed);
-	}
-	pthread_mutex_unlock(&ctx_lock);
-}
-
-/* FSAIO_STATS=1: the engine's counters on stderr at exit, one line. */
-static void print_stats(void)
-{
-	struct fsaio_stats sum = { 0 }, st;
-	bool any = false;
-
-	for (int i = 0; i < PX_NCTX; i++) {
-		fsaio_ctx_t *c = atomic_load_explicit(&engine[i], memory_order_acquire);
-
-		if (!c || fsaio_get_stats(c, &st) != 0)
-			continue;
-		any = true;
-		sum.requests += st.requests;
-		sum.completed_inline += st.completed_inline;
-		sum.partial_inline += st.partial_inline;
-		sum.queued += st.queued;
-		sum.cancelled += st.cancelled;
-		sum.bytes_inline += st.bytes_inline;
-		sum.bytes_worker += st.bytes_worker;
-		sum.bytes_uring += st.bytes_uring;
-	}
-	if (!any)
-		return;
-	fprintf(stderr, "libfsaio-posixaio[%d]: requests %llu inline %llu partial %llu "
-		"queued %llu cancelled %llu bytes_inline %llu bytes_worker %llu bytes_uring %llu\n",
-		(int)getpid(), (unsigned long long)sum.requests,
-		(unsigned long long)sum.completed_inline, (unsigned long long)sum.partial_inline,
-		(unsigned long long)sum.queued, (unsigned long long)sum.cancelled,
-		(unsigned long long)sum.bytes_inline, (unsigned long long)sum.bytes_worker,
-		(unsigned long long)sum.bytes_uring);
-}
-
-static void init(void)
-{
-	const char *s = getenv("FSAIO_STATS");
-
-	for (unsigned i = 0; i < PX_BUCKETS; i++)
-		pthread_mutex_init(&buckets[i].lock, NULL);
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	if (s && *s && strcmp(s, "0") != 0)
-		atexit(print_stats);
-}
-
-void px__set_workers(unsigned n)
-{
-	pthread_once(&init_once, init);
-	pthread_mutex_lock(&ctx_lock);
-	want_workers = n;
-	pthread_mutex_unlock(&ctx_lock);
-}
-
-/* The context for r: FSAIO_BACKEND, when set, applies to both. */
-static int ctx_kind(const struct px_req *r)
-{
-	if (r->sev.sigev_notify == SIGEV_SIGNAL ||
-	    (r->group && r->group->sev.sigev_notify == SIGEV_SIGNAL))
-		return PX_SIGNALLED;
-	return PX_PLAIN;
-}
-
-static fsaio_ctx_t *get_ctx(int kind)
-{
-	fsaio_ctx_t *c = atomic_load_explicit(&engine[kind], memory_order_acquire);
-	struct fsaio_params p = { 0 };
-
-	if (c)
-		return c;
-	pthread_once(&init_once, init);
-	pthread_mutex_lock(&ctx_lock);
-	c = atomic_load_explicit(&engine[kind], memory_order_relaxed);
-	if (!c) {
-		if (stale_engine[kind]) {
-			fsaio_ctx_destroy(stale_engine[kind]);
-			stale_engine[kind] = NULL;
-		}
-		p.queue_depth = PX_DEPTH;
-		p.workers = want_workers;
-		p.complete = px__complete;
-		if (kind == PX_SIGNALLED && !getenv("FSAIO_BACKEND"))
-			p.miss_backend = FSAIO_BACKEND_THREADS;
-		if (fsaio_ctx_create(&p, &c) == 0)
-			atomic_store_explicit(&engine[kind], c, memory_order_release);
-		else
-			c = NULL;
-	}
-	pthread_mutex_unlock(&ctx_lock);
-	return c;
 }
 
 struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool notify)
@@ -399,7 +288,7 @@ static void dispatch(struct px_req *list)
  * with r unlinked and freed). */
 int px__submit_engine(struct px_req *r, bool submitter)
 {
-	fsaio_ctx_t *ctx = get_ctx(ctx_kind(r));
+	fsaio_ctx_t *ctx = px__engine(px__ctx_kind(r));
 	struct fsaio_req *one = &r->req;
 	int n;
 
@@ -457,7 +346,7 @@ int px__submit(struct px_req *r)
 	bool held;
 	int fl;
 
-	pthread_once(&init_once, init);
+	px__init();
 	switch (r->kind) {
 	case PX_READ:
 		fsaio_prep_pread(&r->req, r->fd, buf, cb->aio_nbytes, cb->aio_offset);
@@ -554,7 +443,7 @@ static bool cancel_one(struct px_req *r)
 	}
 	if (st != PX_ENGINE)
 		return false;
-	ctx = atomic_load_explicit(&engine[ctx_kind(r)], memory_order_acquire);
+	ctx = px__engine_now(px__ctx_kind(r));
 	/* 0: the engine took it back and completes it with -ECANCELED. */
 	px__hold_begin();
 	ok = ctx && fsaio_cancel(ctx, &r->req) == 0;
@@ -584,7 +473,7 @@ int px__cancel(int fd, struct aiocb *cb)
 	size_t n = 0, cap = 16;
 	bool all = true;
 
-	pthread_once(&init_once, init);
+	px__init();
 	pthread_mutex_lock(&b->lock);
 	/* Latest first, so that cancelling one does not free a later barrier. */
 	for (struct px_req *x = b->tail; x; x = x->prev) {

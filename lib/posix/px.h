@@ -99,8 +99,19 @@ struct px_req {
 	struct px_req *dnext;       /* disp_lock: the dispatcher's queue */
 };
 
-/* core.c */
+/* engine.c: the engine contexts (PX_PLAIN, PX_SIGNALLED) and process start */
+enum { PX_PLAIN, PX_SIGNALLED, PX_NCTX };
+void px__init(void);                            /* once per process, idempotent */
 void px__set_workers(unsigned n);               /* aio_init's aio_threads, before first use */
+int px__ctx_kind(const struct px_req *r);       /* which context carries r */
+fsaio_ctx_t *px__engine(int kind);              /* made on first use; NULL if it cannot be */
+fsaio_ctx_t *px__engine_now(int kind);          /* NULL until made */
+
+/* core.c */
+void px__queues_init(void);
+void px__queues_fork_prepare(void);             /* fork handlers of the request queues */
+void px__queues_fork_parent(void);
+void px__queues_fork_child(void);
 struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool notify);
 void px__free(struct px_req *r);
 /* Accept r: link it on its fd and hand it to the engine (or hold it).
