@@ -16,6 +16,7 @@
 #define T_RUNNER_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 

@@ -18,7 +18,11 @@
 #define T_PX_H
 
 #include <aio.h>
+#ifdef T_NO_CRITERION
+#include "../t_runner.h"    /* ThreadSanitizer builds: see t_runner.h */
+#else
 #include <criterion/criterion.h>
+#endif
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
