@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define BENCH_MAX_DEPTH 256
 #define BENCH_SECTOR 512u
@@ -80,6 +81,22 @@ struct bench_method {
 	void (*engine_stats)(void *state, struct bench_engine_stats *st); /* may be NULL */
 	void (*teardown)(void *state);
 };
+
+/* The POSIX AIO driver (m_posix_aio.c) on a set of aio functions: glibc's
+ * for "posix-aio", the drop-in's for "fsaio-posix". */
+struct aiocb;
+struct sigevent;
+struct timespec;
+struct bench_pa_api {
+	int (*lio_listio)(int mode, struct aiocb *const list[], int n, struct sigevent *sev);
+	int (*error)(const struct aiocb *cb);
+	ssize_t (*ret)(struct aiocb *cb);
+	int (*suspend)(const struct aiocb *const list[], int n, const struct timespec *timeout);
+};
+int bench_pa_setup(const struct bench_job *job, const struct bench_pa_api *api, void **out);
+int bench_pa_submit(void *state, struct bench_slot **v, unsigned n);
+int bench_pa_reap(void *state, unsigned min, unsigned max, struct bench_slot **done);
+void bench_pa_teardown(void *state);
 
 extern const struct bench_method bench_m_fsaio, bench_m_fsaio_shim;
 extern const struct bench_method bench_m_fsaio_direct, bench_m_fsaio_nora;

@@ -19,21 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int (*f_lio)(int, struct aiocb *const[], int, struct sigevent *);
-static int (*f_error)(const struct aiocb *);
-static ssize_t (*f_return)(struct aiocb *);
-static int (*f_suspend)(const struct aiocb *const[], int, const struct timespec *);
+static struct bench_pa_api api;        /* the drop-in's functions, once loaded */
 static void *lib;
-
-struct st {
-	unsigned nfiles, depth, ninflight;
-	struct aiocb *cbs;              /* by slot idx */
-	struct bench_slot **slot;       /* by slot idx */
-	bool *busy;                     /* by slot idx: submitted, not reaped */
-	struct aiocb **list;            /* a submit batch */
-	const struct aiocb **inflight;  /* compact, for aio_suspend */
-	int fds[];
-};
 
 static const char *find(const struct bench_job *job, char *buf, size_t n)
 {
@@ -88,11 +75,11 @@ static int load(const struct bench_job *job, char *why, size_t n)
 		snprintf(why, n, "%s", dlerror());
 		return -1;
 	}
-	*(void **)&f_lio = dlvsym(h, "lio_listio", "GLIBC_2.34");
-	*(void **)&f_error = dlvsym(h, "aio_error", "GLIBC_2.34");
-	*(void **)&f_return = dlvsym(h, "aio_return", "GLIBC_2.34");
-	*(void **)&f_suspend = dlvsym(h, "aio_suspend", "GLIBC_2.34");
-	if (!f_lio || !f_error || !f_return || !f_suspend) {
+	*(void **)&api.lio_listio = dlvsym(h, "lio_listio", "GLIBC_2.34");
+	*(void **)&api.error = dlvsym(h, "aio_error", "GLIBC_2.34");
+	*(void **)&api.ret = dlvsym(h, "aio_return", "GLIBC_2.34");
+	*(void **)&api.suspend = dlvsym(h, "aio_suspend", "GLIBC_2.34");
+	if (!api.lio_listio || !api.error || !api.ret || !api.suspend) {
 		snprintf(why, n, "%s lacks lio_listio/aio_error/aio_return/aio_suspend", path);
 		dlclose(h);
 		return -1;
@@ -106,112 +93,13 @@ static int fp_probe(const struct bench_job *job, char *why, size_t n)
 	return load(job, why, n);
 }
 
-static void st_free(struct st *s)
-{
-	free(s->cbs); free(s->slot); free(s->busy); free(s->list); free(s->inflight);
-	free(s);
-}
-
 static int fp_setup(const struct bench_job *job, void **out)
 {
 	char why[256];
-	struct st *s;
-	int e;
 
-	if (load(job, why, sizeof(why)))
+	if (load(job, why, sizeof(why)) != 0)
 		return -ENOENT;
-	s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
-	if (!s)
-		return -ENOMEM;
-	s->nfiles = job->nfiles;
-	s->depth = job->depth;
-	s->cbs = calloc(job->depth, sizeof(*s->cbs));
-	s->slot = calloc(job->depth, sizeof(*s->slot));
-	s->busy = calloc(job->depth, sizeof(*s->busy));
-	s->list = calloc(job->depth, sizeof(*s->list));
-	s->inflight = calloc(job->depth, sizeof(*s->inflight));
-	e = s->cbs && s->slot && s->busy && s->list && s->inflight ? 0 : -ENOMEM;
-	if (!e)
-		e = bench_open_files(job, false, s->fds);
-	if (e) {
-		st_free(s);
-		return e;
-	}
-	*out = s;
-	return 0;
-}
-
-static int fp_submit(void *state, struct bench_slot **v, unsigned n)
-{
-	struct st *s = state;
-
-	for (unsigned i = 0; i < n; i++) {
-		struct bench_slot *sl = v[i];
-		struct aiocb *cb = &s->cbs[sl->idx];
-
-		memset(cb, 0, sizeof(*cb));
-		cb->aio_fildes = s->fds[sl->file];
-		cb->aio_buf = sl->buf;
-		cb->aio_nbytes = sl->len;
-		cb->aio_offset = (off_t)sl->off;
-		cb->aio_lio_opcode = sl->op == BOP_READ ? LIO_READ : LIO_WRITE;
-		cb->aio_sigevent.sigev_notify = SIGEV_NONE;
-		s->slot[sl->idx] = sl;
-		s->busy[sl->idx] = true;
-		s->list[i] = cb;
-	}
-	if (f_lio(LIO_NOWAIT, s->list, (int)n, NULL) != 0)
-		return -errno;
-	for (unsigned i = 0; i < n; i++)
-		s->inflight[s->ninflight++] = s->list[i];
-	return (int)n;
-}
-
-static int fp_reap(void *state, unsigned min, unsigned max, struct bench_slot **done)
-{
-	struct st *s = state;
-	unsigned got = 0;
-
-	for (;;) {
-		for (unsigned i = 0; i < s->ninflight && got < max;) {
-			struct aiocb *cb = (struct aiocb *)s->inflight[i];
-			int e = f_error(cb);
-
-			if (e == EINPROGRESS) {
-				i++;
-				continue;
-			}
-			unsigned idx = (unsigned)(cb - s->cbs);
-			ssize_t r = f_return(cb);
-			struct bench_slot *sl = s->slot[idx];
-
-			sl->res = e ? -(int64_t)e : r;
-			s->busy[idx] = false;
-			done[got++] = sl;
-			s->inflight[i] = s->inflight[--s->ninflight];
-		}
-		if (got >= min || !s->ninflight)
-			return (int)got;
-		if (f_suspend(s->inflight, (int)s->ninflight, NULL) != 0 && errno != EINTR && errno != EAGAIN)
-			return -errno;
-	}
-}
-
-static void fp_teardown(void *state)
-{
-	struct st *s = state;
-
-	for (unsigned i = 0; i < s->depth; i++) {
-		const struct aiocb *one[1] = { &s->cbs[i] };
-
-		if (!s->busy[i])
-			continue;
-		while (f_error(&s->cbs[i]) == EINPROGRESS)
-			f_suspend(one, 1, NULL);
-		f_return(&s->cbs[i]);
-	}
-	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
-	st_free(s);
+	return bench_pa_setup(job, &api, out);
 }
 
 const struct bench_method bench_m_fsaio_posix = {
@@ -220,7 +108,7 @@ const struct bench_method bench_m_fsaio_posix = {
 	.extra = true,
 	.probe = fp_probe,
 	.setup = fp_setup,
-	.submit = fp_submit,
-	.reap = fp_reap,
-	.teardown = fp_teardown,
+	.submit = bench_pa_submit,
+	.reap = bench_pa_reap,
+	.teardown = bench_pa_teardown,
 };

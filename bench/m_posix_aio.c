@@ -4,7 +4,8 @@
  * for a batch, aio_suspend + aio_error/aio_return to reap, glibc's default
  * thread settings. glibc runs the requests of one fd one at a time on one of
  * its helper threads, which is the behaviour being measured: a cached
- * request waits behind the cold ones queued before it.
+ * request waits behind the cold ones queued before it. The driver is shared
+ * (bench_pa_*): "fsaio-posix" runs it on the drop-in's functions.
  */
 #include "bench.h"
 
@@ -14,6 +15,7 @@
 #include <string.h>
 
 struct st {
+	const struct bench_pa_api *api;
 	unsigned nfiles, depth, ninflight;
 	struct aiocb *cbs;              /* by slot idx */
 	struct bench_slot **slot;       /* by slot idx */
@@ -29,11 +31,19 @@ static int pa_probe(const struct bench_job *job, char *why, size_t n)
 	return 0;
 }
 
-static int pa_setup(const struct bench_job *job, void **out)
+static const struct bench_pa_api glibc_api = {
+	.lio_listio = lio_listio,
+	.error = aio_error,
+	.ret = aio_return,
+	.suspend = aio_suspend,
+};
+
+int bench_pa_setup(const struct bench_job *job, const struct bench_pa_api *api, void **out)
 {
 	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
 	if (!s)
 		return -ENOMEM;
+	s->api = api;
 	s->nfiles = job->nfiles;
 	s->depth = job->depth;
 	s->cbs = calloc(job->depth, sizeof(*s->cbs));
@@ -53,7 +63,12 @@ static int pa_setup(const struct bench_job *job, void **out)
 	return 0;
 }
 
-static int pa_submit(void *state, struct bench_slot **v, unsigned n)
+static int pa_setup(const struct bench_job *job, void **out)
+{
+	return bench_pa_setup(job, &glibc_api, out);
+}
+
+int bench_pa_submit(void *state, struct bench_slot **v, unsigned n)
 {
 	struct st *s = state;
 	for (unsigned i = 0; i < n; i++) {
@@ -70,7 +85,7 @@ static int pa_submit(void *state, struct bench_slot **v, unsigned n)
 		s->busy[sl->idx] = true;
 		s->list[i] = cb;
 	}
-	if (lio_listio(LIO_NOWAIT, s->list, (int)n, NULL) != 0) {
+	if (s->api->lio_listio(LIO_NOWAIT, s->list, (int)n, NULL) != 0) {
 		/* Which ones glibc took is not reported reliably: fail the run;
 		 * teardown waits for whatever it did take. */
 		return -errno;
@@ -80,20 +95,20 @@ static int pa_submit(void *state, struct bench_slot **v, unsigned n)
 	return (int)n;
 }
 
-static int pa_reap(void *state, unsigned min, unsigned max, struct bench_slot **done)
+int bench_pa_reap(void *state, unsigned min, unsigned max, struct bench_slot **done)
 {
 	struct st *s = state;
 	unsigned got = 0;
 	for (;;) {
 		for (unsigned i = 0; i < s->ninflight && got < max;) {
 			struct aiocb *cb = (struct aiocb *)s->inflight[i];
-			int e = aio_error(cb);
+			int e = s->api->error(cb);
 			if (e == EINPROGRESS) {
 				i++;
 				continue;
 			}
 			unsigned idx = (unsigned)(cb - s->cbs);
-			ssize_t r = aio_return(cb);
+			ssize_t r = s->api->ret(cb);
 			struct bench_slot *sl = s->slot[idx];
 			sl->res = e ? -(int64_t)e : r;
 			s->busy[idx] = false;
@@ -102,12 +117,13 @@ static int pa_reap(void *state, unsigned min, unsigned max, struct bench_slot **
 		}
 		if (got >= min || !s->ninflight)
 			return (int)got;
-		if (aio_suspend(s->inflight, (int)s->ninflight, NULL) != 0 && errno != EINTR && errno != EAGAIN)
+		if (s->api->suspend(s->inflight, (int)s->ninflight, NULL) != 0 && errno != EINTR &&
+		    errno != EAGAIN)
 			return -errno;
 	}
 }
 
-static void pa_teardown(void *state)
+void bench_pa_teardown(void *state)
 {
 	struct st *s = state;
 	/* Never close an fd or free a control block glibc still works on. */
@@ -115,9 +131,9 @@ static void pa_teardown(void *state)
 		if (!s->busy[i])
 			continue;
 		const struct aiocb *one[1] = { &s->cbs[i] };
-		while (aio_error(&s->cbs[i]) == EINPROGRESS)
-			aio_suspend(one, 1, NULL);
-		aio_return(&s->cbs[i]);
+		while (s->api->error(&s->cbs[i]) == EINPROGRESS)
+			s->api->suspend(one, 1, NULL);
+		s->api->ret(&s->cbs[i]);
 	}
 	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
 	free(s->cbs); free(s->slot); free(s->busy); free(s->list); free(s->inflight);
@@ -129,7 +145,7 @@ const struct bench_method bench_m_posix_aio = {
 	.what = "glibc POSIX AIO (lio_listio, aio_suspend), default settings, buffered file",
 	.probe = pa_probe,
 	.setup = pa_setup,
-	.submit = pa_submit,
-	.reap = pa_reap,
-	.teardown = pa_teardown,
+	.submit = bench_pa_submit,
+	.reap = bench_pa_reap,
+	.teardown = bench_pa_teardown,
 };
