@@ -96,11 +96,15 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 	if (ret)
 		return ret;
 	ret = fsaio__fd_fit(r, *fi);
-	/* The cached facts may belong to an fd number since reused. */
-	if (ret || ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && kernel_refuses(r, *fi)))
-		ret = fsaio__fd_recheck(ctx, r, fi);
 	if (!ret && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
 		ret = kernel_refuses(r, *fi);
+	/* The cached facts may belong to an fd number since reused: a refusal
+	 * is judged again on fresh ones. */
+	if (ret) {
+		ret = fsaio__fd_recheck(ctx, r, fi);
+		if (!ret && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+			ret = kernel_refuses(r, *fi);
+	}
 	return ret;
 }
 
