@@ -35,6 +35,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "drive.h"
 #include "shim.h"
 
 #define REG_BUCKETS 256
@@ -346,9 +347,11 @@ int shim__io_destroy(io_context_t id)
 	shim__wake(c);
 	while ((v = atomic_load(&c->refs)) != 0) {
 		/* Bounded: a call that read dead before it was set leaves
-		 * without a wake (shim__put). */
+		 * without a wake (shim__put), and one waiting in the engine's
+		 * ring is kicked out of it each time round. */
 		struct timespec ms = { 0, 1000000 };
 
+		fsaio__uring_kick(c->engine);
 		syscall(SYS_futex, &c->refs, FUTEX_WAIT_PRIVATE, v, &ms, NULL, 0);
 	}
 
@@ -367,6 +370,8 @@ int shim__io_destroy(io_context_t id)
 			pthread_mutex_lock(&c->lock);
 		}
 	}
+	/* Nobody drives the engine's ring now: its thread does. */
+	fsaio__drive_need(c->engine, 1);
 	for (;;) {
 		uint32_t seen = atomic_load(&c->seq);
 
@@ -377,6 +382,7 @@ int shim__io_destroy(io_context_t id)
 		pthread_mutex_lock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
+	fsaio__drive_need(c->engine, -1);
 
 	stats = getenv("FSAIO_STATS");
 	if (stats && *stats && strcmp(stats, "0") != 0)

@@ -17,9 +17,12 @@
  * look is (unsettled - events now in the ring). Hence in_flight + events in
  * the ring <= capacity = ring->nr - 1 always, and the ring cannot overflow.
  *
- * Waiting sleeps on the futex word ctx->seq, never on a condition variable,
- * so that a signal handler interrupts io_getevents with -EINTR as the
- * kernel's does. The wait always has a deadline (an absolute
+ * A waiter first carries the engine's io_uring ring itself (fsaio__drive):
+ * it sleeps in io_uring_enter and the completions it harvests are published
+ * here by our callback in its own thread, with no thread hop. When the ring
+ * is not its to carry, it sleeps on the futex word ctx->seq, never on a
+ * condition variable, so that a signal handler interrupts io_getevents
+ * with -EINTR as the kernel's does. The wait always has a deadline (an absolute
  * FUTEX_WAIT_BITSET), because an untimed futex wait is silently restarted
  * after an SA_RESTART handler, and the kernel's io_getevents never is.
  */
@@ -33,6 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "drive.h"
 #include "shim.h"
 
 #define NSEC 1000000000LL
@@ -100,6 +104,8 @@ bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out)
 /* Give back a slot whose request was never accepted by the engine. */
 void shim__slot_release(struct shim_ctx *c, struct shim_slot *s)
 {
+	if (s->resfd >= 0)
+		fsaio__drive_need(c->engine, -1);
 	shim__decode_undo(s);
 	pthread_mutex_lock(&c->lock);
 	s->busy = false;
@@ -180,6 +186,7 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 	if (resfd >= 0) {
 		efd_signal(resfd);
 		close(resfd);
+		fsaio__drive_need(c->engine, -1);
 	}
 	shim__wake(c);
 	errno = saved;
@@ -326,6 +333,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	int64_t tmo, deadline;
 	long got = 0;
 	int efd = -1;
+	bool polled = false;
 	/* A destination outside the user address range is NULL's case: the
 	 * kernel's copy_to_user faults once it has an event to copy. */
 	bool events_ok = events && shim__user_ptr_ok(events, sizeof(*events));
@@ -347,6 +355,8 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	}
 	for (;;) {
 		uint32_t seen = atomic_load(&c->seq);
+		uint32_t eseen = fsaio__events_seq(c->engine);
+		bool expired;
 		int w;
 
 		/* The kernel faults only when it has an event to copy. */
@@ -364,15 +374,26 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 				got = -EINVAL;
 			break;
 		}
-		if (tmo == 0 || (deadline != INT64_MAX && mono_ns() >= deadline))
+		/* A timeout that has passed still gets one look at the
+		 * engine's io_uring ring. */
+		expired = tmo == 0 || (deadline != INT64_MAX && mono_ns() >= deadline);
+		if (expired && polled)
 			break;
-		if (efd >= 0) {
-			w = wait_efd(efd, deadline, sigmask);
-		} else {
-			/* Forever is a deadline far away: only a timed futex
-			 * wait turns a handled signal into EINTR. */
-			w = wait_seq(c, seen, deadline == INT64_MAX ?
-				     mono_ns() + (int64_t)3650 * 86400 * NSEC : deadline);
+		w = efd >= 0 ? -EAGAIN : fsaio__drive(c->engine, eseen, expired ? 0 : deadline);
+		polled = expired;
+		if (w == -EAGAIN && !expired) {
+			/* Sleep our own way: the engine's thread brings the
+			 * events meanwhile. */
+			fsaio__drive_need(c->engine, 1);
+			if (efd >= 0) {
+				w = wait_efd(efd, deadline, sigmask);
+			} else {
+				/* Forever is a deadline far away: only a timed
+				 * futex wait turns a handled signal into EINTR. */
+				w = wait_seq(c, seen, deadline == INT64_MAX ?
+					     mono_ns() + (int64_t)3650 * 86400 * NSEC : deadline);
+			}
+			fsaio__drive_need(c->engine, -1);
 		}
 		if (w == -EINTR) {
 			if (!got)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drive.h"
 #include "shim.h"
 
 #define BATCH 32
@@ -41,6 +42,11 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct shim_slot **out)
 	if (!shim__take_slot(c, &s))
 		return -EAGAIN;
 	ret = shim__decode_fd(s, &cb);
+	/* Its eventfd is read without io_getevents: the engine's thread must
+	 * bring its completion (undone by shim__slot_release or at the
+	 * event). */
+	if (s->resfd >= 0)
+		fsaio__drive_need(c->engine, 1);
 	if (ret) {
 		/* Before aio_key is written: it stays as it was. */
 		shim__decode_fail(&cb, ret, &fd_bad);
