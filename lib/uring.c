@@ -397,6 +397,7 @@ int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	/* The answer comes with whoever harvests: the thread, if no caller
 	 * drives. */
 	fsaio__drive_need(ctx, 1);
+	fsaio__ring_wake_thread(u);
 	while (!atomic_load_explicit(&w.done, memory_order_acquire))
 		syscall(SYS_futex, &w.done, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 	fsaio__drive_need(ctx, -1);
