@@ -89,8 +89,9 @@ void fsaio__ring_wake_thread(struct fsaio__uring *u)
 }
 
 /* Turn every CQE there is into its completion or continuation; how many
- * were requests'. Under owner. */
-static unsigned harvest(struct fsaio__uring *u)
+ * were requests' (counted before their events are posted, so a caller that
+ * has its events sees them counted). Under owner. */
+static unsigned harvest(struct fsaio__uring *u, bool by_caller)
 {
 	struct fsaio__batch b = { .n = 0 };
 	struct io_uring_cqe *cqe;
@@ -118,6 +119,10 @@ static unsigned harvest(struct fsaio__uring *u)
 			r->exec_ |= (uint64_t)(uint32_t)-cqe->res << 32;
 		} else if (ud && !(ud & TAG_MASK)) {
 			reqs++;
+			if (by_caller)
+				FSAIO__INC(u->ctx, ring_reaped_caller, 1);
+			else
+				FSAIO__INC(u->ctx, ring_reaped_thread, 1);
 			fsaio__ring_on_req(u, (struct fsaio_req *)ud, cqe->res, &b);
 		}
 	}
@@ -199,10 +204,7 @@ void *fsaio__ring_thread(void *arg)
 		}
 		for (;;) {
 			struct io_uring_cqe *cqe;
-			unsigned n = harvest(u);
-
-			if (n)
-				FSAIO__INC(u->ctx, ring_reaped_thread, n);
+			harvest(u, false);
 			idle_chores(u);
 			if (atomic_load(&u->stop) ? !atomic_load(&u->inflight) :
 			    atomic_load(&u->ctx->ring_needs) <= 0 && atomic_load(&u->drivers))
@@ -232,22 +234,13 @@ static int wait_ring(struct fsaio__uring *u, int64_t deadline)
 	return io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts);
 }
 
-static unsigned harvest_counted(struct fsaio__uring *u)
-{
-	unsigned n = harvest(u);
-
-	if (n)
-		FSAIO__INC(u->ctx, ring_reaped_caller, n);
-	return n;
-}
-
 /* Harvest; with nothing harvested or posted since seen, wait once. */
 static int reap_once(struct fsaio__uring *u, uint32_t seen, int64_t deadline)
 {
 	struct fsaio__cq *cq = &u->ctx->cq;
 	int ret;
 
-	if (harvest_counted(u) || !deadline || atomic_load(&cq->seq) != seen ||
+	if (harvest(u, true) || !deadline || atomic_load(&cq->seq) != seen ||
 	    !atomic_load(&u->inflight))
 		return 0;
 	/* Dekker with fsaio__post: it bumps seq, then reads ring_waiter. */
@@ -258,7 +251,7 @@ static int reap_once(struct fsaio__uring *u, uint32_t seen, int64_t deadline)
 	}
 	ret = wait_ring(u, deadline);
 	atomic_store(&cq->ring_waiter, false);
-	harvest_counted(u);
+	harvest(u, true);
 	return ret == -EINTR ? -EINTR : 0;
 }
 
