@@ -75,12 +75,12 @@ fio_run() {
 
 # qemu_run NAME COUNT DEPTH [-w] [wrapper...]
 qemu_run() {
-	local name=$1 count=$2 depth=$3 w=
+	local name=$1 count=$2 depth=$3 w=()
 	shift 3
-	if [ "${1:-}" = -w ]; then w=-w; shift; fi
+	if [ "${1:-}" = -w ]; then w=(-w); shift; fi
 	make_cold "$image"
 	perf stat -x, -o "$out/$name.perf" -e "$events" "$@" \
-		qemu-img bench -f raw -t none -i native -c "$count" -d "$depth" -s 4096 $w "$image" \
+		qemu-img bench -f raw -t none -i native -c "$count" -d "$depth" -s 4096 "${w[@]}" "$image" \
 		>"$out/$name.txt" 2>"$out/$name.err"
 	echo "count $count" >>"$out/$name.txt"
 }
@@ -103,10 +103,12 @@ done
 
 # Counts sized for a couple of seconds each (two halves) on the kernel's AIO.
 for c in "read 1 20000" "write 1 10000" "read 32 150000" "write 32 150000"; do
-	set -- $c
-	w=
-	[ "$1" = write ] && w=-w
-	abba "qemu-$1-d$2" qemu_run "$3" "$2" $w
+	read -r op depth count <<<"$c"
+	if [ "$op" = write ]; then
+		abba "qemu-$op-d$depth" qemu_run "$count" "$depth" -w
+	else
+		abba "qemu-$op-d$depth" qemu_run "$count" "$depth"
+	fi
 done
 
 # slat_run NAME [wrapper...]: the cold job (a fixed quarter of the file,
