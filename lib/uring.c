@@ -128,7 +128,9 @@ int fsaio__ring_flush(struct fsaio__uring *u)
  * the caller's fd by a FILES_UPDATE linked before r's first SQE, in the
  * same io_uring_enter, and every SQE of r names the slot. Nothing is paid
  * outside that enter. A slot is given back at r's completion and keeps its
- * file until it is reused or the ring goes idle (clear_slots). Where no
+ * file until it is reused or the ring has stayed idle a while
+ * (clear_slots). Free slots are a stack, so a ring at depth k uses the
+ * lowest k slots and slot_hi bounds what a clear rewrites. Where no
  * table could be registered, r holds a duplicate fd (fsaio__bind).
  * Under sq_lock, with two SQEs free. 0 or -errno.
  */
@@ -143,6 +145,8 @@ static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_urin
 	if (!u->nfree)
 		return -EAGAIN;
 	slot = u->free_slots[--u->nfree];
+	if (slot >= u->slot_hi)
+		u->slot_hi = slot + 1;
 	u->slot_fd[slot] = fsaio__fd(r);
 	*out = sqe = io_uring_get_sqe(&u->ring);
 	io_uring_prep_files_update(sqe, &u->slot_fd[slot], 1, (int)slot);
@@ -164,16 +168,18 @@ static void release_slot(struct fsaio__uring *u, unsigned slot)
 }
 
 /* With nothing in the ring, drop the files free slots still hold, so a file
- * the caller closed is not kept open by the engine. */
+ * the caller closed is not kept open by the engine: the slots used since
+ * the last clear, [0, slot_hi). */
 void fsaio__ring_clear_slots(struct fsaio__uring *u)
 {
 	pthread_mutex_lock(&u->sq_lock);
 	if (atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
 	    !atomic_load_explicit(&u->inflight, memory_order_relaxed)) {
-		for (unsigned i = 0; i < u->nslots; i++)
+		for (unsigned i = 0; i < u->slot_hi; i++)
 			u->slot_fd[i] = -1;
 		/* Under sq_lock: no slot can be handed out meanwhile. */
-		(void)io_uring_register_files_update(&u->ring, 0, u->slot_fd, u->nslots);
+		(void)io_uring_register_files_update(&u->ring, 0, u->slot_fd, u->slot_hi);
+		u->slot_hi = 0;
 		atomic_store_explicit(&u->dirty, false, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&u->sq_lock);
@@ -213,8 +219,10 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 		return -EAGAIN;
 	}
 	prep(sqe, r, tmp);
-	if (!again)
+	if (!again) {
 		atomic_fetch_add(&u->inflight, 1);
+		atomic_fetch_add_explicit(&u->queued_gen, 1, memory_order_relaxed);
+	}
 	/* WAITING before the kernel can complete it: the thread may see the
 	 * CQE before submit returns. */
 	fsaio__state_set(r, FSAIO__WAITING);

@@ -174,18 +174,29 @@ static void park(struct fsaio__uring *u)
 	atomic_store(&u->parked, false);
 }
 
-/* With nothing in the ring and slots that may hold files: drop them. */
-static void idle_chores(struct fsaio__uring *u)
+/* Slots that may still hold files, and nothing in the ring. */
+static bool idle_dirty(struct fsaio__uring *u)
 {
-	if (atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
-	    !atomic_load_explicit(&u->inflight, memory_order_relaxed))
+	return atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
+	       !atomic_load_explicit(&u->inflight, memory_order_relaxed);
+}
+
+/* Drop the files free slots hold once the ring stayed idle from one look
+ * to the next (STEP_BACK_NS apart): a clear per request would cost a
+ * system call each at depth 1. *gen: queued_gen at the last look. */
+static void idle_chores(struct fsaio__uring *u, uint32_t *gen)
+{
+	uint32_t g = atomic_load_explicit(&u->queued_gen, memory_order_relaxed);
+
+	if (idle_dirty(u) && g == *gen)
 		fsaio__ring_clear_slots(u);
+	*gen = g;
 }
 
 void *fsaio__ring_thread(void *arg)
 {
 	struct fsaio__uring *u = arg;
-	uint32_t seen_drive = atomic_load(&u->drive_seq), was;
+	uint32_t seen_drive = atomic_load(&u->drive_seq), was, gen = 0;
 
 	for (;;) {
 		if (atomic_load(&u->stop) && !atomic_load(&u->inflight))
@@ -193,7 +204,7 @@ void *fsaio__ring_thread(void *arg)
 		if (step_back(u, seen_drive)) {
 			seen_drive = atomic_load(&u->drive_seq);
 			park(u);
-			idle_chores(u);
+			idle_chores(u, &gen);
 			continue;
 		}
 		if (!take_owner(u, OWN_THREAD, &was)) {
@@ -204,12 +215,22 @@ void *fsaio__ring_thread(void *arg)
 		}
 		for (;;) {
 			struct io_uring_cqe *cqe;
+			struct __kernel_timespec ts = { .tv_nsec = STEP_BACK_NS };
+
 			harvest(u, false);
-			idle_chores(u);
 			if (atomic_load(&u->stop) ? !atomic_load(&u->inflight) :
 			    atomic_load(&u->ctx->ring_needs) <= 0 && atomic_load(&u->drivers))
 				break;
-			(void)io_uring_wait_cqe(&u->ring, &cqe);
+			/* Idle with files held: look again after a while. */
+			if (idle_dirty(u) && u->ext_arg) {
+				gen = atomic_load_explicit(&u->queued_gen, memory_order_relaxed);
+				if (io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts) == -ETIME)
+					idle_chores(u, &gen);
+			} else {
+				if (idle_dirty(u))
+					fsaio__ring_clear_slots(u);
+				(void)io_uring_wait_cqe(&u->ring, &cqe);
+			}
 		}
 		release_owner(u);
 		seen_drive = atomic_load(&u->drive_seq);

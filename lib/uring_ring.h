@@ -80,6 +80,10 @@ struct fsaio__uring {
 	int *slot_fd;           /* the fd a slot's FILES_UPDATE installs */
 	uint32_t *free_slots;   /* stack of free slots */
 	unsigned nfree;
+	unsigned slot_hi;       /* one past the highest slot used since the last clear */
+	/* Bumped for every request queued (relaxed): the thread clears the
+	 * slots only after the ring stayed idle between two looks. */
+	_Atomic uint32_t queued_gen;
 	_Atomic bool dirty;     /* a free slot may still hold a file; written
 				 * under sq_lock, read without it as a hint */
 };

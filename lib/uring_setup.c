@@ -175,6 +175,9 @@ void fsaio__uring_stop(struct fsaio_ctx *ctx)
 	/* The NOP wakes a thread waiting in the ring; a parked one wakes here. */
 	fsaio__ring_wake_thread(u);
 	pthread_join(u->thread, NULL);
+	/* The ring's own teardown runs later, in the kernel's workqueue: the
+	 * files its slots hold are let go here, before destroy returns. */
+	fsaio__ring_clear_slots(u);
 	io_uring_queue_exit(&u->ring);
 	pthread_mutex_destroy(&u->sq_lock);
 	atomic_store_explicit(&ctx->uring, NULL, memory_order_relaxed);
