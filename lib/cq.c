@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "cq.h"
-#include "drive.h"
+#include "dropin.h"
 #include "ctx.h"
 #include "req.h"
 
@@ -105,6 +105,8 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 			atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_release);
 			ctx->complete_cb(ctx->complete_arg, &ev[i]);
 		}
+		if (ctx->batch_done)
+			ctx->batch_done(ctx->complete_arg);
 		atomic_fetch_add(&cq->seq, 1);
 		kick_ring_waiter(ctx);
 		return;

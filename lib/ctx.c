@@ -21,7 +21,7 @@
 #include "nocancel.h"
 #include "carry.h"
 #include "cq.h"
-#include "drive.h"
+#include "dropin.h"
 #include "ctx.h"
 #include "fdtable.h"
 #include "method.h"
@@ -136,6 +136,11 @@ out_free:
 	free(ctx);
 	errno = saved;
 	return ret;
+}
+
+void fsaio__set_batch_done(fsaio_ctx_t *ctx, void (*fn)(void *complete_arg))
+{
+	ctx->batch_done = fn;
 }
 
 FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp)

@@ -21,7 +21,7 @@
 #include "nocancel.h"
 #include "cq.h"
 #include "ctx.h"
-#include "drive.h"
+#include "dropin.h"
 #include "req.h"
 
 static int64_t ns_now(void)

@@ -43,7 +43,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "drive.h"
+#include "dropin.h"
 #include "uring_ring.h"
 
 /* exec_ of a request in the ring: its fixed-file slot + 1, or 0; above

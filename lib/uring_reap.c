@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "drive.h"
+#include "dropin.h"
 #include "uring_ring.h"
 
 /* How long the thread stays parked, at a time, while callers drive. */

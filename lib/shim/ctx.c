@@ -35,7 +35,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "drive.h"
+#include "dropin.h"
 #include "shim.h"
 
 #define REG_BUCKETS 256

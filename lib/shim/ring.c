@@ -36,7 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "drive.h"
+#include "dropin.h"
 #include "shim.h"
 
 #define NSEC 1000000000LL

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drive.h"
+#include "dropin.h"
 #include "shim.h"
 
 #define BATCH 32

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * What the engine offers its own getevents and the drop-ins beyond the
+ * public API.
+ *
  * Waiting for events by carrying the context's io_uring ring in the
- * waiting thread (uring_reap.c), for fsaio_getevents and the drop-ins'
- * getevents. The pattern: read fsaio__events_seq(), look for events, and
+ * waiting thread (uring_reap.c). The pattern: read fsaio__events_seq(), look for events, and
  * if there are too few, fsaio__drive() with that seq; on -EAGAIN sleep
  * your own way, counted by fsaio__drive_need(+1/-1) around the sleep.
  */
-#ifndef FSAIO_DRIVE_H
-#define FSAIO_DRIVE_H
+#ifndef FSAIO_DROPIN_H
+#define FSAIO_DROPIN_H
 
 #include <stdint.h>
 
@@ -34,4 +36,9 @@ void fsaio__drive_need(fsaio_ctx_t *ctx, int delta);
  * the context is going away). */
 void fsaio__uring_kick(fsaio_ctx_t *ctx);
 
-#endif /* FSAIO_DRIVE_H */
+/* A callback context's hook, called after each batch of completion
+ * callbacks in the thread that made them (a drop-in coalesces its
+ * eventfd signals there). Set once, before the first request. */
+void fsaio__set_batch_done(fsaio_ctx_t *ctx, void (*fn)(void *complete_arg));
+
+#endif /* FSAIO_DROPIN_H */
