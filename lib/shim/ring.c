@@ -155,6 +155,7 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 		.res2 = ev->res2,
 	};
 	int saved = errno, resfd = s->resfd;
+	struct shim_efd *resfd_e = s->resfd_e;
 	uint32_t tail;
 
 	/* The kernel ends a cancelled poll with the events seen then: none. */
@@ -166,6 +167,7 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 		free(s->iov);
 	s->iov = s->iov_inline;
 	s->resfd = -1;
+	s->resfd_e = NULL;
 
 	pthread_mutex_lock(&c->lock);
 	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
@@ -181,11 +183,11 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 	pthread_mutex_unlock(&c->lock);
 
 	/* As the kernel does: the event is in the ring before the eventfd
-	 * says so. The dup taken at submit keeps the eventfd alive even if
-	 * the program closed its own descriptor. */
+	 * says so (written at the end of the engine's batch, resfd.c). The
+	 * dup taken at submit keeps the eventfd alive even if the program
+	 * closed its own descriptor. */
 	if (resfd >= 0) {
-		efd_signal(resfd);
-		close(resfd);
+		shim__resfd_signal(resfd, resfd_e);
 		fsaio__drive_need(c->engine, -1);
 	}
 	shim__wake(c);

@@ -41,7 +41,7 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct shim_slot **out)
 		return ret;
 	if (!shim__take_slot(c, &s))
 		return -EAGAIN;
-	ret = shim__decode_fd(s, &cb);
+	ret = shim__decode_fd(c, s, &cb);
 	/* Its eventfd is read without io_getevents: the engine's thread must
 	 * bring its completion (undone by shim__slot_release or at the
 	 * event). */
