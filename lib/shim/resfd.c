@@ -15,7 +15,8 @@
  * Signals are coalesced per batch: a completion adds 1 to its eventfd's
  * count in a list of the posting thread, and the engine's batch-done hook
  * (shim__resfd_flush) writes each count once, after the batch's events are
- * in the ring, so the eventfd's counter gains what the kernel's would. A
+ * in the ring, so the eventfd's counter gains what the kernel's would, and
+ * only then wakes the context's reapers (shim__complete leaves that to us). A
  * cache entry's user is let go only after its write, so its descriptor is
  * never closed before.
  *
@@ -155,6 +156,7 @@ void shim__resfd_drop(int dup, struct shim_efd *e)
 /* The posting thread's signals not yet written. */
 #define PENDING_MAX 8
 static __thread struct pending {
+	struct shim_ctx *c;
 	int dup;
 	struct shim_efd *e;     /* NULL: the request's own duplicate */
 	uint32_t n;
@@ -179,11 +181,15 @@ void shim__resfd_flush(void *arg)
 	(void)arg;
 	for (unsigned i = 0; i < npending; i++)
 		write_one(&pending[i]);
+	/* Reapers are woken after the eventfds are written, as the kernel's
+	 * aio_complete signals before it wakes them. */
+	for (unsigned i = 0; i < npending; i++)
+		shim__wake(pending[i].c);
 	npending = 0;
 	errno = saved;
 }
 
-void shim__resfd_signal(int dup, struct shim_efd *e)
+void shim__resfd_signal(struct shim_ctx *c, int dup, struct shim_efd *e)
 {
 	/* A duplicate of the request's own is unique to it: never merged. */
 	for (unsigned i = 0; e && i < npending; i++) {
@@ -194,7 +200,7 @@ void shim__resfd_signal(int dup, struct shim_efd *e)
 	}
 	if (npending == PENDING_MAX)
 		shim__resfd_flush(NULL);
-	pending[npending++] = (struct pending){ .dup = dup, .e = e, .n = 1 };
+	pending[npending++] = (struct pending){ .c = c, .dup = dup, .e = e, .n = 1 };
 }
 
 void shim__resfd_init(struct shim_ctx *c)

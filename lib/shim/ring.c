@@ -187,10 +187,11 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 	 * dup taken at submit keeps the eventfd alive even if the program
 	 * closed its own descriptor. */
 	if (resfd >= 0) {
-		shim__resfd_signal(resfd, resfd_e);
+		shim__resfd_signal(c, resfd, resfd_e);
 		fsaio__drive_need(c->engine, -1);
+	} else {
+		shim__wake(c);
 	}
-	shim__wake(c);
 	errno = saved;
 }
 

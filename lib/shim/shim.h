@@ -145,7 +145,7 @@ int shim__user_copy(void *dst, const void *src, size_t n, bool to_user);
 /* resfd.c: IOCB_FLAG_RESFD eventfds, held and signalled */
 int shim__resfd_take(struct shim_ctx *c, uint32_t fd, int *dup, struct shim_efd **entry);
 void shim__resfd_drop(int dup, struct shim_efd *e);
-void shim__resfd_signal(int dup, struct shim_efd *e);
+void shim__resfd_signal(struct shim_ctx *c, int dup, struct shim_efd *e);
 void shim__resfd_flush(void *arg);      /* the engine's batch-done hook */
 void shim__resfd_init(struct shim_ctx *c);
 void shim__resfd_fini(struct shim_ctx *c);
