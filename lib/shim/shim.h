@@ -13,8 +13,8 @@
  * run the completion callback shim__complete().
  *
  * Locks, outer first:
- *   shim registry lock (ctx.c) -> nothing: it is a leaf, held only to find
- *       a context and take a reference.
+ *   shim registry lock (ctx.c) -> nothing: it is a leaf, held by io_setup
+ *       and io_destroy only; calls find their context without it.
  *   ctx->cancel_lock -> engine locks -> ctx->lock
  *   ctx->reap_lock -> ctx->lock (a reaper refilling nothing: only the
  *       submit path takes ctx->lock to credit reaped slots back)
@@ -97,9 +97,8 @@ struct shim_ctx {
 	uint32_t nr_events;     /* immutable: what io_setup was asked for */
 	uint32_t capacity;      /* immutable: ring->nr - 1, the kernel's reqs_available */
 	fsaio_ctx_t *engine;    /* immutable after setup */
-	struct shim_ctx *hnext; /* registry lock: hash chain */
+	struct reg_node *node;  /* immutable after setup: its registry entry (ctx.c) */
 
-	_Atomic uint32_t refs;  /* calls in progress on the context (registry lookups) */
 	_Atomic uint32_t dead;  /* set once by io_destroy: new waits return -EINVAL */
 
 	pthread_mutex_t lock;
@@ -126,7 +125,9 @@ struct shim_ctx {
 	_Atomic uint32_t pwaiters; /* seq_cst, like waiters: ppoll sleepers */
 };
 
-/* ctx.c: the registry of live contexts */
+/* ctx.c: the registry of live contexts. shim__get finds a live context and
+ * counts the call in it (NULL: unknown); shim__put ends that. */
+struct reg_node;
 struct shim_ctx *shim__get(io_context_t id);
 void shim__put(struct shim_ctx *c);
 /* Copy n bytes from or to the caller's memory: -EFAULT instead of a fault. */
