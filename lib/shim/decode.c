@@ -188,7 +188,7 @@ static int take_resfd(uint32_t fd, int *out)
 	*out = dup;
 	return 0;
 notefd:
-	close(dup);
+	(void)FSAIO__NOCANCEL(close(dup));
 	return -EINVAL;
 }
 
@@ -454,8 +454,10 @@ int shim__decode_fail(const struct iocb *cb, int ret, bool *fd_bad)
 
 void shim__decode_undo(struct shim_slot *s)
 {
+	/* io_submit runs with the caller's cancellation state: close is a
+	 * cancellation point. */
 	if (s->resfd >= 0)
-		close(s->resfd);
+		(void)FSAIO__NOCANCEL(close(s->resfd));
 	s->resfd = -1;
 	if (s->iov != s->iov_inline)
 		free(s->iov);

@@ -119,8 +119,10 @@ static void efd_signal(int fd)
 	uint64_t one = 1;
 
 	/* An eventfd write of 1 fails only when the counter is about to
-	 * overflow, and then the reader is already awake. */
-	if (write(fd, &one, sizeof(one)) < 0)
+	 * overflow, and then the reader is already awake. Callers may run
+	 * with cancellation enabled (io_submit): write is a cancellation
+	 * point. */
+	if (FSAIO__NOCANCEL(write(fd, &one, sizeof(one))) < 0)
 		return;
 }
 
@@ -179,7 +181,7 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 	 * the program closed its own descriptor. */
 	if (resfd >= 0) {
 		efd_signal(resfd);
-		close(resfd);
+		(void)FSAIO__NOCANCEL(close(resfd));
 	}
 	shim__wake(c);
 	errno = saved;

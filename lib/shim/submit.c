@@ -9,6 +9,11 @@
  * address range (the iocbpp array, an iocb) is -EFAULT as the kernel's
  * copy_from_user gives it, judged by its value alone.
  *
+ * io_submit runs with the caller's cancellation state, as none of its
+ * usual steps is a cancellation point: the few that may be (closing a
+ * RESFD dup, signalling an eventfd, the engine's hand-offs) disable it
+ * around themselves (fsaio__submit_lazy, FSAIO__NOCANCEL).
+ *
  * The iocbs of one call are prepared up to the first bad one and handed to
  * the engine in batches; the engine attempts each inline in this thread, so
  * a request whose data is cached, and every buffered write to a regular
@@ -113,7 +118,7 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 		/* The engine stops at a request it refuses and returns how many
 		 * it took; asked again, it answers the refused one's error. */
 		for (off = 0; off < k; off += (unsigned)n) {
-			n = fsaio_submit(c->engine, reqs + off, k - off);
+			n = fsaio__submit_lazy(c->engine, reqs + off, k - off);
 			if (n <= 0) {
 				ret = n ? n : -EAGAIN;
 				break;
