@@ -66,14 +66,16 @@ static void slot_push(struct shim_ctx *c, struct shim_slot *s)
 	c->free = s;
 }
 
-/* Reserve a slot for one request, crediting back what reapers consumed
- * (the kernel's user_refill_reqs_available). false: the context is full. */
-bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out)
+/* Reserve up to n slots, one per request, in one round of ctx->lock,
+ * crediting back what reapers consumed (the kernel's
+ * user_refill_reqs_available). Returns how many; fewer: the context is full. */
+unsigned shim__take_slots(struct shim_ctx *c, unsigned n, struct shim_slot **out)
 {
+	unsigned got = 0;
 	struct shim_slot *s;
 
 	pthread_mutex_lock(&c->lock);
-	if (!c->avail) {
+	if (c->avail < n) {
 		struct shim_ring *r = c->ring;
 		uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire) % r->nr;
 		uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
@@ -85,27 +87,31 @@ bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out)
 			c->unsettled = in_ring;
 		}
 	}
-	if (!c->avail || !(s = slot_pop(c))) {
-		pthread_mutex_unlock(&c->lock);
-		return false;
+	while (got < n && c->avail && (s = slot_pop(c))) {
+		c->avail--;
+		c->in_flight++;
+		s->busy = true;
+		s->obj = 0;     /* io_cancel finds it only once it is prepared */
+		out[got++] = s;
 	}
-	c->avail--;
-	c->in_flight++;
-	s->busy = true;
 	pthread_mutex_unlock(&c->lock);
-	*out = s;
-	return true;
+	return got;
 }
 
-/* Give back a slot whose request was never accepted by the engine. */
-void shim__slot_release(struct shim_ctx *c, struct shim_slot *s)
+/* Give back n slots whose requests were never accepted by the engine. */
+void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned n)
 {
-	shim__decode_undo(s);
+	if (!n)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		shim__decode_undo(slots[i]);
 	pthread_mutex_lock(&c->lock);
-	s->busy = false;
-	c->avail++;
-	c->in_flight--;
-	slot_push(c, s);
+	for (unsigned i = 0; i < n; i++) {
+		slots[i]->busy = false;
+		c->avail++;
+		c->in_flight--;
+		slot_push(c, slots[i]);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -138,12 +144,47 @@ void shim__wake(struct shim_ctx *c)
 		efd_signal(efd);
 }
 
-/* The engine's completion callback: publish the event in the ring. */
+/* The submitting thread's completions held back for one publish (see
+ * shim__complete); set only around its own call into the engine. */
+static __thread struct shim_held *held_here;
+
+/* Write one event at tail and retire its slot; ctx->lock held. */
+static void publish_locked(struct shim_ctx *c, struct shim_slot *s, const struct io_event *ev)
+{
+	struct shim_ring *r = c->ring;
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	r->io_events[tail] = *ev;
+	atomic_store_explicit(&r->tail, (tail + 1) % r->nr, memory_order_release);
+	c->unsettled++;
+	c->in_flight--;
+	s->busy = false;
+	if (s->pinned)
+		s->free_on_unpin = true;
+	else
+		slot_push(c, s);
+}
+
+/* As the kernel does: the event is in the ring before the eventfd says
+ * so. The dup taken at submit keeps the eventfd alive even if the program
+ * closed its own descriptor. */
+static void signal_resfd(int resfd)
+{
+	if (resfd >= 0) {
+		efd_signal(resfd);
+		(void)FSAIO__NOCANCEL(close(resfd));
+	}
+}
+
+/* The engine's completion callback: publish the event in the ring. On the
+ * thread that is submitting on c, inside its call into the engine (the
+ * inline completions), the event is held and published with the others of
+ * the call in one round of ctx->lock (shim__held_publish). */
 void shim__complete(void *arg, const struct fsaio_event *ev)
 {
 	struct shim_ctx *c = arg;
 	struct shim_slot *s = ev->user_data;
-	struct shim_ring *r = c->ring;
+	struct shim_held *h = held_here;
 	struct io_event out = {
 		.data = s->data,
 		.obj = s->obj,
@@ -151,7 +192,6 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 		.res2 = ev->res2,
 	};
 	int saved = errno, resfd = s->resfd;
-	uint32_t tail;
 
 	/* The kernel ends a cancelled poll with the events seen then: none. */
 	if (s->opcode == IOCB_CMD_POLL && ev->res == -ECANCELED) {
@@ -163,28 +203,44 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 	s->iov = s->iov_inline;
 	s->resfd = -1;
 
-	pthread_mutex_lock(&c->lock);
-	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	r->io_events[tail] = out;
-	atomic_store_explicit(&r->tail, (tail + 1) % r->nr, memory_order_release);
-	c->unsettled++;
-	c->in_flight--;
-	s->busy = false;
-	if (s->pinned)
-		s->free_on_unpin = true;
-	else
-		slot_push(c, s);
-	pthread_mutex_unlock(&c->lock);
-
-	/* As the kernel does: the event is in the ring before the eventfd
-	 * says so. The dup taken at submit keeps the eventfd alive even if
-	 * the program closed its own descriptor. */
-	if (resfd >= 0) {
-		efd_signal(resfd);
-		(void)FSAIO__NOCANCEL(close(resfd));
+	if (h && h->c == c && h->n < SHIM_HELD_MAX) {
+		h->slot[h->n] = s;
+		h->ev[h->n] = out;
+		h->resfd[h->n++] = resfd;
+		errno = saved;
+		return;
 	}
+	pthread_mutex_lock(&c->lock);
+	publish_locked(c, s, &out);
+	pthread_mutex_unlock(&c->lock);
+	signal_resfd(resfd);
 	shim__wake(c);
 	errno = saved;
+}
+
+void shim__held_begin(struct shim_held *h, struct shim_ctx *c)
+{
+	h->c = c;
+	h->n = 0;
+	held_here = h;
+}
+
+/* Publish what the engine completed inside the call, in one round. */
+void shim__held_publish(struct shim_held *h)
+{
+	struct shim_ctx *c = h->c;
+
+	held_here = NULL;
+	if (!h->n)
+		return;
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < h->n; i++)
+		publish_locked(c, h->slot[i], &h->ev[i]);
+	pthread_mutex_unlock(&c->lock);
+	for (unsigned i = 0; i < h->n; i++)
+		signal_resfd(h->resfd[i]);
+	shim__wake(c);
+	h->n = 0;
 }
 
 /* Copy up to nr events out of the ring, reap_lock held. */

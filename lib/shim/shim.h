@@ -138,8 +138,21 @@ void shim__complete(void *arg, const struct fsaio_event *ev);
 void shim__wake(struct shim_ctx *c);
 long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *events,
 		     const struct timespec *timeout, const sigset_t *sigmask);
-void shim__slot_release(struct shim_ctx *c, struct shim_slot *s);
-bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out);
+void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned n);
+unsigned shim__take_slots(struct shim_ctx *c, unsigned n, struct shim_slot **out);
+
+/* Completions of the submitting thread's own call into the engine, held
+ * (thread-local, so only that thread adds to it) and published together. */
+#define SHIM_HELD_MAX 64
+struct shim_held {
+	struct shim_ctx *c;
+	unsigned n;
+	struct shim_slot *slot[SHIM_HELD_MAX];
+	struct io_event ev[SHIM_HELD_MAX];
+	int resfd[SHIM_HELD_MAX];
+};
+void shim__held_begin(struct shim_held *h, struct shim_ctx *c);
+void shim__held_publish(struct shim_held *h);
 
 /* decode.c: judging an iocb (no context needed, for the fuzz target too).
  * decode_head before a slot is taken; decode_fd, then (aio_key written)
