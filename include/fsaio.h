@@ -206,7 +206,10 @@ struct fsaio_stats {
 	uint64_t reaper_wakeups;    /* wake-ups sent to sleeping getevents callers */
 	uint64_t straight_to_ring;  /* read misses sent to io_uring without an inline
 				     * attempt or probe (their fd keeps missing) */
-	uint64_t reserved[12];
+	uint64_t ring_reaped_caller; /* io_uring completions taken by a getevents
+				      * caller waiting in the ring itself */
+	uint64_t ring_reaped_thread; /* ... by the ring's completion thread */
+	uint64_t reserved[10];
 };
 
 /* Create a context; p may be NULL for defaults. 0 or -EINVAL, -EFAULT, -ENOMEM. */

@@ -6,10 +6,11 @@
  * reserves a slot in ctx->in_flight for every request it accepts and
  * getevents gives it back, so events pending <= requests in flight <= depth.
  *
- * Waiting uses a futex on cq.seq rather than a condition variable, so that
- * a signal interrupts getevents with -EINTR as it does io_getevents. A post
- * wakes the sleepers only when one went to sleep since the last wake-up:
- * once per sleep, however many completions arrive meanwhile.
+ * A post bumps cq.seq, the futex word getevents sleeps on (getevents.c),
+ * and wakes the sleepers only when one went to sleep since the last
+ * wake-up: once per sleep, however many completions arrive meanwhile. A
+ * caller waiting in the io_uring ring instead (ring_waiter) is kicked out
+ * of it.
  *
  * The eventfd is created on first request (most callers never poll it) and
  * is kept readable exactly while events are pending: written on the
@@ -24,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nocancel.h"
 #include "cq.h"
+#include "dropin.h"
 #include "ctx.h"
 #include "req.h"
 
@@ -79,6 +80,16 @@ static void futex_wake_all(_Atomic uint32_t *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
+/* After seq moved (Dekker with uring_reap.c: it sets ring_waiter, then
+ * reads seq). The waiter clears the flag itself; exchanging it here makes
+ * one poster of many kick. The poster is never the waiter: it posts only
+ * outside the ring. */
+static void kick_ring_waiter(struct fsaio_ctx *ctx)
+{
+	if (atomic_load(&ctx->cq.ring_waiter) && atomic_exchange(&ctx->cq.ring_waiter, false))
+		ctx->cq.kick(ctx);
+}
+
 /* Post n events. With a completion callback they go there instead, and the
  * requests' slots are given back at once. */
 void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n)
@@ -94,6 +105,10 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 			atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_release);
 			ctx->complete_cb(ctx->complete_arg, &ev[i]);
 		}
+		if (ctx->batch_done)
+			ctx->batch_done(ctx->complete_arg);
+		atomic_fetch_add(&cq->seq, 1);
+		kick_ring_waiter(ctx);
 		return;
 	}
 	pthread_mutex_lock(&cq->lock);
@@ -104,7 +119,7 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 		efd_write(cq->efd);
 		cq->efd_set = true;
 	}
-	atomic_fetch_add_explicit(&cq->seq, 1, memory_order_release);
+	atomic_fetch_add(&cq->seq, 1);
 	/* Once per sleep: whoever this wakes takes what later posts add
 	 * before it sleeps again. */
 	wake = cq->sleepers > 0;
@@ -114,6 +129,12 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 		FSAIO__INC(ctx, reaper_wakeups, 1);
 		futex_wake_all(&cq->seq);
 	}
+	kick_ring_waiter(ctx);
+}
+
+uint32_t fsaio__events_seq(fsaio_ctx_t *ctx)
+{
+	return atomic_load(&ctx->cq.seq);
 }
 
 void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b)
@@ -148,7 +169,7 @@ void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 	}
 }
 
-static unsigned take(struct fsaio_ctx *ctx, unsigned nr, struct fsaio_event *out)
+unsigned fsaio__cq_take(struct fsaio_ctx *ctx, unsigned nr, struct fsaio_event *out)
 {
 	struct fsaio__cq *cq = &ctx->cq;
 	unsigned k = cq->count < nr ? cq->count : nr;
@@ -167,99 +188,13 @@ static unsigned take(struct fsaio_ctx *ctx, unsigned nr, struct fsaio_event *out
 	return k;
 }
 
-static int64_t ns_now(void)
+/* The eventfd, created on first use; *created says this call made it. The
+ * fd or -errno. */
+int fsaio__cq_efd(struct fsaio__cq *cq, bool *created)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-/* now + timeout on the monotonic clock, saturating: a timeout too large to
- * add is a wait without end, as the kernel treats it. */
-static int64_t deadline_after(const struct timespec *t)
-{
-	int64_t now = ns_now();
-	int64_t left = INT64_MAX - now;
-
-	if (t->tv_sec >= left / 1000000000)
-		return INT64_MAX;
-	left = t->tv_sec * 1000000000LL + t->tv_nsec;
-	return now + left;
-}
-
-static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
-			  struct fsaio_event *events, const struct timespec *timeout)
-{
-	struct fsaio__cq *cq;
-	int64_t deadline = 0;
-	unsigned got = 0;
-	int saved = errno;
-
-	if (!fsaio__ctx_ok(ctx) || min_nr > nr)
-		return -EINVAL;
-	if (nr && !events)
-		return -EFAULT;
-	if (timeout) {
-		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000)
-			return -EINVAL;
-		deadline = deadline_after(timeout);
-	}
-	cq = &ctx->cq;
-	pthread_mutex_lock(&cq->lock);
-	for (;;) {
-		uint32_t seen;
-		struct timespec rel, *relp = NULL;
-		long r;
-
-		got += take(ctx, nr - got, events + got);
-		if (got >= min_nr || got == nr)
-			break;
-		if (timeout && deadline != INT64_MAX) {
-			int64_t left = deadline - ns_now();
-
-			if (left <= 0)
-				break;
-			rel.tv_sec = left / 1000000000;
-			rel.tv_nsec = left % 1000000000;
-			relp = &rel;
-		}
-		seen = atomic_load_explicit(&cq->seq, memory_order_relaxed);
-		cq->sleepers++;
-		FSAIO__INC(ctx, reaper_sleeps, 1);
-		pthread_mutex_unlock(&cq->lock);
-		r = syscall(SYS_futex, &cq->seq, FUTEX_WAIT_PRIVATE, seen, relp, NULL, 0);
-		pthread_mutex_lock(&cq->lock);
-		/* A signal ends the wait, as it ends io_getevents: what was
-		 * collected is returned, and -EINTR only when that is nothing. */
-		if (r < 0 && errno == EINTR) {
-			got += take(ctx, nr - got, events + got);
-			if (got)
-				break;
-			pthread_mutex_unlock(&cq->lock);
-			errno = saved;
-			return -EINTR;
-		}
-	}
-	pthread_mutex_unlock(&cq->lock);
-	errno = saved;
-	return (int)got;
-}
-
-FSAIO__API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
-			       struct fsaio_event *events, const struct timespec *timeout)
-{
-	return FSAIO__NOCANCEL(getevents_body(ctx, min_nr, nr, events, timeout));
-}
-
-FSAIO__API int fsaio_event_fd(fsaio_ctx_t *ctx)
-{
-	struct fsaio__cq *cq;
 	int fd, saved = errno;
 
-	if (!fsaio__ctx_ok(ctx))
-		return -EINVAL;
-	cq = &ctx->cq;
+	*created = false;
 	pthread_mutex_lock(&cq->lock);
 	if (cq->efd < 0) {
 		cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -269,6 +204,7 @@ FSAIO__API int fsaio_event_fd(fsaio_ctx_t *ctx)
 			errno = saved;
 			return fd;
 		}
+		*created = true;
 		if (cq->count) {
 			efd_write(cq->efd);
 			cq->efd_set = true;

@@ -13,9 +13,14 @@ struct fsaio__cq {
 	struct fsaio_event *ring; /* lock: [size] */
 	unsigned size;          /* immutable: queue_depth */
 	unsigned head, count;   /* lock */
-	_Atomic uint32_t seq;   /* futex word: bumped under lock on every post */
+	_Atomic uint32_t seq;   /* futex word: bumped on every post (under lock
+				 * unless complete_cb), seq_cst */
 	unsigned sleepers;      /* lock: threads gone to sleep on seq since the
 				 * last wake-up; a post wakes only when > 0 */
+	/* seq_cst: a caller waits in the io_uring ring (uring_reap.c); a post
+	 * from another thread wakes it with kick (immutable, set by ctx.c). */
+	_Atomic bool ring_waiter;
+	void (*kick)(struct fsaio_ctx *ctx);
 	int efd;                /* lock: -1 until fsaio_event_fd() asks for it */
 	bool efd_set;           /* lock: efd holds a non-zero count */
 };
@@ -27,5 +32,8 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 		     struct fsaio__batch *b);
 void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b);
+/* Move up to nr events out, cq.lock held: how many. */
+unsigned fsaio__cq_take(struct fsaio_ctx *ctx, unsigned nr, struct fsaio_event *out);
+int fsaio__cq_efd(struct fsaio__cq *cq, bool *created);
 
 #endif /* FSAIO_CQ_H */

@@ -21,6 +21,7 @@
 #include "nocancel.h"
 #include "carry.h"
 #include "cq.h"
+#include "dropin.h"
 #include "ctx.h"
 #include "fdtable.h"
 #include "method.h"
@@ -111,6 +112,7 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	ret = fsaio__cq_init(&ctx->cq, ctx->complete_cb ? 1 : ctx->depth);
 	if (ret)
 		goto out_fdt;
+	ctx->cq.kick = fsaio__uring_kick;
 	fsaio__poller_init(&ctx->poller);
 	ret = fsaio__pool_init(&ctx->pool, p->workers ? p->workers :
 			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS));
@@ -134,6 +136,11 @@ out_free:
 	free(ctx);
 	errno = saved;
 	return ret;
+}
+
+void fsaio__set_batch_done(fsaio_ctx_t *ctx, void (*fn)(void *complete_arg))
+{
+	ctx->batch_done = fn;
 }
 
 FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp)

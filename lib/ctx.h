@@ -25,8 +25,9 @@ struct fsaio__counters {
 	_Atomic uint64_t bytes_inline, bytes_worker, probe_calls, probe_cold, cancelled;
 	/* readahead.c, uring.c */
 	_Atomic uint64_t ra_calls, ra_bytes, stream_hits, uring_sqes, bytes_uring;
-	/* cq.c, method_file.c */
+	/* getevents.c, cq.c, method_file.c, uring_reap.c */
 	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
+	_Atomic uint64_t ring_reaped_caller, ring_reaped_thread;
 };
 
 /* What the poller's step returns besides a res. */
@@ -59,8 +60,12 @@ struct fsaio_ctx {
 	uint32_t flags;         /* immutable: FSAIO_CTX_* */
 	void (*complete_cb)(void *, const struct fsaio_event *); /* immutable */
 	void *complete_arg;     /* immutable */
+	void (*batch_done)(void *); /* immutable once requests flow (fsaio__set_batch_done) */
 	_Atomic unsigned in_flight; /* accepted and not yet reaped (or called back) */
 	_Atomic unsigned straight_seq; /* method_file.c: sampling of fds sent straight to io_uring */
+	/* uring_reap.c, seq_cst: waiters that rely on the ring's thread
+	 * (fsaio__drive_need); while > 0 the thread does not step back. */
+	_Atomic int ring_needs;
 	struct fsaio__counters st;  /* relaxed atomics */
 	struct fsaio__fdtable fdt;
 	struct fsaio__pool pool;

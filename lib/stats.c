@@ -44,6 +44,8 @@ FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
 	st->reaper_sleeps = LOAD(reaper_sleeps);
 	st->reaper_wakeups = LOAD(reaper_wakeups);
 	st->straight_to_ring = LOAD(straight_to_ring);
+	st->ring_reaped_caller = LOAD(ring_reaped_caller);
+	st->ring_reaped_thread = LOAD(ring_reaped_thread);
 	st->pool_queue_len = fsaio__pool_snapshot(ctx, &threads);
 	st->pool_threads = threads;
 	return 0;

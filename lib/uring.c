@@ -2,20 +2,19 @@
 /*
  * DESIGN: the io_uring ring of a context, and who carries a miss.
  *
- * Owns: one ring per context, created on first use, and its completion
- * thread fsaio-uring (every signal blocked), which turns CQEs into
- * completions, a batch of CQEs posting as one batch. A short result or an
- * interruption nobody asked for is continued from req->done_ from that
- * thread, so a request in the ring ends in exactly one event. The thread,
- * not getevents, owns the CQ side: getevents sleeps on the completion
- * queue shared with the pool and the poller, and a callback context has no
- * getevents at all.
+ * Owns: one ring per context, created on first use: the SQ side here,
+ * what one CQE of a request means (on_req), and cancellation. Who harvests
+ * the CQEs (a caller waiting for events, or the completion thread
+ * fsaio-uring) is uring_reap.c's. A short result or an interruption nobody
+ * asked for is continued from req->done_ by whoever harvests it, so a
+ * request in the ring ends in exactly one event.
  *
  * Binding: each request holds a fixed-file slot (bind_slot) from its first
  * SQE to its completion, so every SQE of it reaches the file it named.
  *
  * Locks: sq_lock serialises the SQ side, the slots and `stopping`; it is a
- * leaf (completions are posted after it is dropped). ctx->uring goes NULL ->
+ * leaf (completions are posted after it is dropped). The CQ side belongs
+ * to the holder of u->owner (uring_reap.c). ctx->uring goes NULL ->
  * CREATING -> ring (or UNAVAILABLE) by CAS; a submitter that sees CREATING
  * uses the pool for that request.
  *
@@ -44,17 +43,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "dropin.h"
 #include "uring_ring.h"
-
-struct cancel_wait {
-	_Atomic uint32_t done;  /* futex word: 0 waiting, 1 answered */
-	int res;                /* written before done is set (release) */
-};
-
-static void futex_wake(_Atomic uint32_t *w)
-{
-	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
 
 /* exec_ of a request in the ring: its fixed-file slot + 1, or 0; above
  * bit 32, the error of a FILES_UPDATE that failed. */
@@ -138,7 +128,9 @@ int fsaio__ring_flush(struct fsaio__uring *u)
  * the caller's fd by a FILES_UPDATE linked before r's first SQE, in the
  * same io_uring_enter, and every SQE of r names the slot. Nothing is paid
  * outside that enter. A slot is given back at r's completion and keeps its
- * file until it is reused or the ring goes idle (clear_slots). Where no
+ * file until it is reused or the ring has stayed idle a while
+ * (clear_slots). Free slots are a stack, so a ring at depth k uses the
+ * lowest k slots and slot_hi bounds what a clear rewrites. Where no
  * table could be registered, r holds a duplicate fd (fsaio__bind).
  * Under sq_lock, with two SQEs free. 0 or -errno.
  */
@@ -153,6 +145,8 @@ static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_urin
 	if (!u->nfree)
 		return -EAGAIN;
 	slot = u->free_slots[--u->nfree];
+	if (slot >= u->slot_hi)
+		u->slot_hi = slot + 1;
 	u->slot_fd[slot] = fsaio__fd(r);
 	*out = sqe = io_uring_get_sqe(&u->ring);
 	io_uring_prep_files_update(sqe, &u->slot_fd[slot], 1, (int)slot);
@@ -174,24 +168,26 @@ static void release_slot(struct fsaio__uring *u, unsigned slot)
 }
 
 /* With nothing in the ring, drop the files free slots still hold, so a file
- * the caller closed is not kept open by the engine. On the thread. */
-static void clear_slots(struct fsaio__uring *u)
+ * the caller closed is not kept open by the engine: the slots used since
+ * the last clear, [0, slot_hi). */
+void fsaio__ring_clear_slots(struct fsaio__uring *u)
 {
 	pthread_mutex_lock(&u->sq_lock);
 	if (atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
 	    !atomic_load_explicit(&u->inflight, memory_order_relaxed)) {
-		for (unsigned i = 0; i < u->nslots; i++)
+		for (unsigned i = 0; i < u->slot_hi; i++)
 			u->slot_fd[i] = -1;
 		/* Under sq_lock: no slot can be handed out meanwhile. */
-		(void)io_uring_register_files_update(&u->ring, 0, u->slot_fd, u->nslots);
+		(void)io_uring_register_files_update(&u->ring, 0, u->slot_fd, u->slot_hi);
+		u->slot_hi = 0;
 		atomic_store_explicit(&u->dirty, false, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&u->sq_lock);
 }
 
-/* Queue r's remainder; called by submitters and by the thread to continue
- * a short result. -ESHUTDOWN once destroy began. */
-static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer)
+/* Queue r's remainder; called by submitters and by whoever harvests, to
+ * continue a short result. -ESHUTDOWN once destroy began. */
+int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer)
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
 	struct io_uring_sqe *sqe, *bind = NULL;
@@ -223,8 +219,10 @@ static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool d
 		return -EAGAIN;
 	}
 	prep(sqe, r, tmp);
-	if (!again)
-		atomic_fetch_add_explicit(&u->inflight, 1, memory_order_relaxed);
+	if (!again) {
+		atomic_fetch_add(&u->inflight, 1);
+		atomic_fetch_add_explicit(&u->queued_gen, 1, memory_order_relaxed);
+	}
 	/* WAITING before the kernel can complete it: the thread may see the
 	 * CQE before submit returns. */
 	fsaio__state_set(r, FSAIO__WAITING);
@@ -232,6 +230,8 @@ static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool d
 		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 		pthread_mutex_unlock(&u->sq_lock);
 		FSAIO__INC(u->ctx, uring_sqes, 1);
+		if (atomic_load(&u->ctx->ring_needs) > 0 && atomic_load(&u->parked))
+			fsaio__ring_wake_thread(u);
 		return 0;
 	}
 	ret = fsaio__ring_flush(u);
@@ -251,6 +251,9 @@ static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool d
 		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 	if (!ret)
 		FSAIO__INC(u->ctx, uring_sqes, 1);
+	/* Dekker with fsaio__drive_need: inflight first, then needs. */
+	if (!ret && !again && atomic_load(&u->ctx->ring_needs) > 0 && atomic_load(&u->parked))
+		fsaio__ring_wake_thread(u);
 	return ret;
 }
 
@@ -281,9 +284,9 @@ static void finish(struct fsaio__uring *u, struct fsaio_req *r, int64_t res,
 	u->ctx->ops->done(u->ctx, r, res, b);
 }
 
-/* One CQE of a request: continue, or complete. Runs on the thread. */
-static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
-		   struct fsaio__batch *b)
+/* One CQE of a request: continue, or complete. Under owner. */
+void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
+			struct fsaio__batch *b)
 {
 	struct fsaio_ctx *ctx = u->ctx;
 	int ret;
@@ -323,7 +326,7 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	 * come without NOWAIT) is not sent round the ring again. */
 	if ((res > 0 && fsaio__is_rw(r) && r->done_ < fsaio__total(r)) ||
 	    res == -EINTR || res == -EAGAIN || res == -ECANCELED) {
-		ret = res == -EAGAIN ? -EAGAIN : queue(u, r, true, false);
+		ret = res == -EAGAIN ? -EAGAIN : fsaio__ring_queue(u, r, true, false);
 		if (ret == 0)
 			return;
 		if (ret == -ESHUTDOWN) {
@@ -340,62 +343,6 @@ static void on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 		return;
 	}
 	finish(u, r, res >= 0 ? (fsaio__is_rw(r) ? (int64_t)r->done_ : 0) : fsaio__result(r, res), b);
-}
-
-void *fsaio__ring_thread(void *arg)
-{
-	struct fsaio__uring *u = arg;
-	struct fsaio__batch b = { .n = 0 };
-	bool stop_seen = false;
-
-	for (;;) {
-		struct io_uring_cqe *cqe;
-		unsigned head, n = 0;
-		int ret;
-
-		if (stop_seen && !atomic_load_explicit(&u->inflight, memory_order_relaxed))
-			break;
-		ret = io_uring_wait_cqe(&u->ring, &cqe);
-		if (ret == -EINTR || ret == -EAGAIN)
-			continue;
-		if (ret < 0) {
-			/* Cannot happen on a ring we own; don't spin if it does. */
-			usleep(1000);
-			continue;
-		}
-		io_uring_for_each_cqe(&u->ring, head, cqe) {
-			uintptr_t ud = (uintptr_t)io_uring_cqe_get_data(cqe);
-
-			n++;
-			if ((ud & TAG_MASK) == TAG_CANCEL) {
-				struct cancel_wait *w = (struct cancel_wait *)(ud & ~(uintptr_t)TAG_MASK);
-
-				/* The canceller set w up and submitted under
-				 * sq_lock: taking it orders that before us. */
-				pthread_mutex_lock(&u->sq_lock);
-				pthread_mutex_unlock(&u->sq_lock);
-				w->res = cqe->res;
-				atomic_store_explicit(&w->done, 1, memory_order_release);
-				futex_wake(&w->done);
-			} else if ((ud & TAG_MASK) == TAG_BIND) {
-				/* Only a failed FILES_UPDATE posts: its request's
-				 * CQE (-ECANCELED) follows and reads this. */
-				struct fsaio_req *r = (struct fsaio_req *)(ud & ~(uintptr_t)TAG_MASK);
-
-				r->exec_ |= (uint64_t)(uint32_t)-cqe->res << 32;
-			} else if (ud == UD_STOP) {
-				stop_seen = true;
-			} else if (ud && !(ud & TAG_MASK)) {
-				on_req(u, (struct fsaio_req *)ud, cqe->res, &b);
-			}
-		}
-		io_uring_cq_advance(&u->ring, n);
-		fsaio__batch_flush(u->ctx, &b);
-		if (atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
-		    !atomic_load_explicit(&u->inflight, memory_order_relaxed))
-			clear_slots(u);
-	}
-	return NULL;
 }
 
 void fsaio__uring_flush(struct fsaio_ctx *ctx)
@@ -422,13 +369,13 @@ int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer)
 	if (!u)
 		return -EOPNOTSUPP;
 	r->hints_ &= ~(uint64_t)FSAIO__HINT_EFAULT_RETRY;
-	return queue(u, r, false, defer);
+	return fsaio__ring_queue(u, r, false, defer);
 }
 
 int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
-	struct cancel_wait w = { .done = 0, .res = 0 };
+	struct fsaio__cancel_wait w = { .done = 0, .res = 0 };
 	struct io_uring_sqe *sqe = NULL;
 	unsigned slot = CANCEL_MAX;
 	int ret;
@@ -455,8 +402,13 @@ int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	pthread_mutex_unlock(&u->sq_lock);
 	if (ret)
 		return -EBUSY;
+	/* The answer comes with whoever harvests: the thread, if no caller
+	 * drives. */
+	fsaio__drive_need(ctx, 1);
+	fsaio__ring_wake_thread(u);
 	while (!atomic_load_explicit(&w.done, memory_order_acquire))
 		syscall(SYS_futex, &w.done, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	fsaio__drive_need(ctx, -1);
 	/* -ENOENT: between two pieces, or completing; -EALREADY: at the device.
 	 * Then the request goes on, and a later stray -ECANCELED (a submitting
 	 * thread that exits) must be resubmitted, not taken as ours. */

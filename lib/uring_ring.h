@@ -24,15 +24,28 @@
 #define UD_IGNORE 2u            /* destroy's cancel-all: nobody waits */
 #define UD_STOP 4u              /* destroy's wake-up NOP */
 #define TAG_BIND 3u             /* a request's FILES_UPDATE (only failures post a CQE) */
+#define UD_KICK 5u              /* wakes whoever waits in the ring; nothing else */
 
 #define CANCEL_MAX 64           /* cancels in progress at once; beyond: -EBUSY */
 #define SQ_MAX 256
 #define CQ_MAX 65536
 
+/* Who harvests CQEs: the holder of fsaio__uring.owner. */
+#define OWN_NONE 0u
+#define OWN_THREAD 1u           /* the completion thread */
+#define OWN_CALLER 2u           /* a caller waiting for events (fsaio__drive) */
+
+/* A cancel waiting for its answer (TAG_CANCEL). */
+struct fsaio__cancel_wait {
+	_Atomic uint32_t done;  /* futex word: 0 waiting, 1 answered */
+	int res;                /* written before done is set (release) */
+};
+
 struct fsaio__uring {
 	pthread_mutex_t sq_lock;
-	struct io_uring ring;   /* SQ side: sq_lock; CQ side: the thread only */
+	struct io_uring ring;   /* SQ side: sq_lock; CQ side: whoever holds owner */
 	bool stopping;          /* sq_lock */
+	_Atomic bool stop;      /* set once with stopping: the thread ends when idle */
 	/* SQEs prepared and not yet submitted: set under sq_lock, cleared by
 	 * whoever submits; read without it by fsaio__uring_flush to skip the
 	 * lock when there is nothing to do. */
@@ -42,6 +55,23 @@ struct fsaio__uring {
 	 * goes when the -ECANCELED arrives or the cancel failed. */
 	struct fsaio_req *cancels[CANCEL_MAX];
 	pthread_t thread;       /* immutable once published */
+	bool ext_arg;           /* immutable: waits can carry a timeout */
+	/*
+	 * Reaping (uring_reap.c). owner is a futex word, taken by CAS and
+	 * released with a wake when owner_waiters says someone sleeps on it.
+	 * The rest are seq_cst atomics, each a flag read on the other side:
+	 * drivers counts callers inside fsaio__drive, drive_seq moves when one
+	 * leaves, needs counts waiters that rely on the thread (they sleep
+	 * elsewhere), park is the word the thread parks on and parked says it
+	 * does.
+	 */
+	_Atomic uint32_t owner;
+	_Atomic uint32_t owner_waiters;
+	_Atomic uint32_t drivers;
+	_Atomic uint32_t drive_seq;
+	_Atomic int needs;
+	_Atomic uint32_t park;
+	_Atomic bool parked;
 	struct fsaio_ctx *ctx;  /* immutable */
 	/* Fixed-file slots binding requests to their files (see bind_slot).
 	 * nslots is immutable (0: none could be registered, requests hold a
@@ -50,12 +80,24 @@ struct fsaio__uring {
 	int *slot_fd;           /* the fd a slot's FILES_UPDATE installs */
 	uint32_t *free_slots;   /* stack of free slots */
 	unsigned nfree;
+	unsigned slot_hi;       /* one past the highest slot used since the last clear */
+	/* Bumped for every request queued (relaxed): the thread clears the
+	 * slots only after the ring stayed idle between two looks. */
+	_Atomic uint32_t queued_gen;
 	_Atomic bool dirty;     /* a free slot may still hold a file; written
 				 * under sq_lock, read without it as a hint */
 };
 
 struct io_uring_sqe *fsaio__ring_get_sqe(struct fsaio__uring *u);   /* under sq_lock */
 int fsaio__ring_flush(struct fsaio__uring *u);                        /* under sq_lock */
+/* Queue r's remainder (again: a continuation from a CQE; defer: leave it
+ * for the flush at the end of fsaio_submit). 0 or -errno. */
+int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer);
+/* A CQE of a request (tagged user_data handled by the caller). */
+void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
+			struct fsaio__batch *b);
+void fsaio__ring_clear_slots(struct fsaio__uring *u);
+void fsaio__ring_wake_thread(struct fsaio__uring *u);
 void *fsaio__ring_thread(void *arg);
 /* The context's ring, created on first use; NULL while another thread
  * creates it or when io_uring cannot be had. */

@@ -4,7 +4,8 @@
  * (sized for the context's queue depth, with a sparse fixed-file table of
  * one slot per request in flight and its completion thread), taken down at
  * destroy (cancel what has not reached the device, wait for the rest, join
- * the thread), and forgotten in a forked child. Whether io_uring can be had
+ * the thread; it carries what is left whoever carried the ring before),
+ * and forgotten in a forked child. Whether io_uring can be had
  * at all is found once per process.
  */
 #include <errno.h>
@@ -102,6 +103,7 @@ static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
 	}
 	atomic_store_explicit(&uring_sys, 1, memory_order_relaxed);
 	u->ctx = ctx;
+	u->ext_arg = p.features & IORING_FEAT_EXT_ARG;
 	init_slots(u, ctx->depth);
 	pthread_mutex_init(&u->sq_lock, NULL);
 	sigfillset(&all);
@@ -156,6 +158,7 @@ void fsaio__uring_stop(struct fsaio_ctx *ctx)
 		return;
 	pthread_mutex_lock(&u->sq_lock);
 	u->stopping = true;
+	atomic_store(&u->stop, true);
 	/* Take back what has not reached the device; the rest is waited for. */
 	sqe = fsaio__ring_get_sqe(u);
 	if (sqe) {
@@ -169,7 +172,12 @@ void fsaio__uring_stop(struct fsaio_ctx *ctx)
 	}
 	(void)fsaio__ring_flush(u);
 	pthread_mutex_unlock(&u->sq_lock);
+	/* The NOP wakes a thread waiting in the ring; a parked one wakes here. */
+	fsaio__ring_wake_thread(u);
 	pthread_join(u->thread, NULL);
+	/* The ring's own teardown runs later, in the kernel's workqueue: the
+	 * files its slots hold are let go here, before destroy returns. */
+	fsaio__ring_clear_slots(u);
 	io_uring_queue_exit(&u->ring);
 	pthread_mutex_destroy(&u->sq_lock);
 	atomic_store_explicit(&ctx->uring, NULL, memory_order_relaxed);

@@ -46,6 +46,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "dropin.h"
 #include "shim.h"
 
 #define REG_BUCKETS 256
@@ -322,6 +323,7 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 	ret = fsaio_ctx_create(&p, &c->engine);
 	if (ret)
 		goto fail;
+	fsaio__set_batch_done(c->engine, shim__batch_done);
 
 	c->ring->nr = ring_nr;
 	c->ring->magic = SHIM_RING_MAGIC;
@@ -373,13 +375,19 @@ static void print_stats(struct shim_ctx *c)
 	dprintf(STDERR_FILENO,
 		"fsaio: io_context %p: requests %llu, inline %llu, partial inline %llu, "
 		"queued %llu, worker retries %llu, bytes inline %llu, bytes by workers %llu, "
-		"probes %llu (cold %llu), cancelled %llu\n",
+		"probes %llu (cold %llu), cancelled %llu, io_uring SQEs %llu "
+		"(straight to the ring %llu), bytes by io_uring %llu, ring completions "
+		"taken by the waiting caller %llu, by the ring thread %llu, reaper sleeps "
+		"%llu, wake-ups %llu\n",
 		(void *)c->ring, (unsigned long long)st.requests,
 		(unsigned long long)st.completed_inline, (unsigned long long)st.partial_inline,
 		(unsigned long long)st.queued, (unsigned long long)st.retries,
 		(unsigned long long)st.bytes_inline, (unsigned long long)st.bytes_worker,
 		(unsigned long long)st.probe_calls, (unsigned long long)st.probe_cold,
-		(unsigned long long)st.cancelled);
+		(unsigned long long)st.cancelled, (unsigned long long)st.uring_submissions,
+		(unsigned long long)st.straight_to_ring, (unsigned long long)st.bytes_uring,
+		(unsigned long long)st.ring_reaped_caller, (unsigned long long)st.ring_reaped_thread,
+		(unsigned long long)st.reaper_sleeps, (unsigned long long)st.reaper_wakeups);
 }
 
 /* Sleep until the context's state changes (a completion or a call ends). */
@@ -418,9 +426,11 @@ int shim__io_destroy(io_context_t id)
 	atomic_store(&c->dead, 1);
 	shim__wake(c);
 	while ((v = atomic_load(&n->refs)) != 0) {
-		/* Bounded, as a safety net: the last call out wakes us. */
+		/* Bounded: the last call out wakes us, but one waiting in
+		 * the engine's ring is kicked out of it each time round. */
 		struct timespec ms = { 0, 1000000 };
 
+		fsaio__uring_kick(c->engine);
 		syscall(SYS_futex, &n->refs, FUTEX_WAIT_PRIVATE, v, &ms, NULL, 0);
 	}
 
@@ -439,6 +449,8 @@ int shim__io_destroy(io_context_t id)
 			pthread_mutex_lock(&c->lock);
 		}
 	}
+	/* Nobody drives the engine's ring now: its thread does. */
+	fsaio__drive_need(c->engine, 1);
 	for (;;) {
 		uint32_t seen = atomic_load(&c->seq);
 
@@ -449,6 +461,7 @@ int shim__io_destroy(io_context_t id)
 		pthread_mutex_lock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
+	fsaio__drive_need(c->engine, -1);
 
 	stats = getenv("FSAIO_STATS");
 	if (stats && *stats && strcmp(stats, "0") != 0)

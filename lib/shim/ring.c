@@ -17,9 +17,12 @@
  * look is (unsettled - events now in the ring). Hence in_flight + events in
  * the ring <= capacity = ring->nr - 1 always, and the ring cannot overflow.
  *
- * Waiting sleeps on the futex word ctx->seq, never on a condition variable,
- * so that a signal handler interrupts io_getevents with -EINTR as the
- * kernel's does. The wait always has a deadline (an absolute
+ * A waiter first carries the engine's io_uring ring itself (fsaio__drive):
+ * it sleeps in io_uring_enter and the completions it harvests are published
+ * here by our callback in its own thread, with no thread hop. When the ring
+ * is not its to carry, it sleeps on the futex word ctx->seq, never on a
+ * condition variable, so that a signal handler interrupts io_getevents
+ * with -EINTR as the kernel's does. The wait always has a deadline (an absolute
  * FUTEX_WAIT_BITSET), because an untimed futex wait is silently restarted
  * after an SA_RESTART handler, and the kernel's io_getevents never is.
  */
@@ -33,6 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "dropin.h"
 #include "shim.h"
 
 #define NSEC 1000000000LL
@@ -103,8 +107,11 @@ void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned 
 {
 	if (!n)
 		return;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		if (slots[i]->resfd >= 0)
+			fsaio__drive_need(c->engine, -1);
 		shim__decode_undo(slots[i]);
+	}
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < n; i++) {
 		slots[i]->busy = false;
@@ -144,9 +151,12 @@ void shim__wake(struct shim_ctx *c)
 		efd_signal(efd);
 }
 
-/* The submitting thread's completions held back for one publish (see
- * shim__complete); set only around its own call into the engine. */
-static __thread struct shim_held *held_here;
+/* Completions called back in this thread and not yet in the ring: the
+ * engine calls shim__complete for each of a batch and then
+ * shim__batch_done, in the same thread (any thread: the submitter for
+ * inline ones, a worker, the ring's), so a batch costs one round of
+ * ctx->lock and one wake-up. Thread-local: nothing else touches it. */
+static __thread struct shim_held held;
 
 /* Write one event at tail and retire its slot; ctx->lock held. */
 static void publish_locked(struct shim_ctx *c, struct shim_slot *s, const struct io_event *ev)
@@ -165,26 +175,37 @@ static void publish_locked(struct shim_ctx *c, struct shim_slot *s, const struct
 		slot_push(c, s);
 }
 
-/* As the kernel does: the event is in the ring before the eventfd says
- * so. The dup taken at submit keeps the eventfd alive even if the program
- * closed its own descriptor. */
-static void signal_resfd(int resfd)
+/* Put the held events in the ring. As the kernel does, an event is in the
+ * ring before its eventfd says so; the dup taken at submit keeps the
+ * eventfd alive even if the program closed its own descriptor. */
+static void publish_held(struct shim_held *h)
 {
-	if (resfd >= 0) {
-		efd_signal(resfd);
-		(void)FSAIO__NOCANCEL(close(resfd));
+	struct shim_ctx *c = h->c;
+	unsigned n = h->n;
+
+	if (!n)
+		return;
+	h->n = 0;
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < n; i++)
+		publish_locked(c, h->slot[i], &h->ev[i]);
+	pthread_mutex_unlock(&c->lock);
+	for (unsigned i = 0; i < n; i++) {
+		if (h->resfd[i] >= 0) {
+			efd_signal(h->resfd[i]);
+			(void)FSAIO__NOCANCEL(close(h->resfd[i]));
+			fsaio__drive_need(c->engine, -1);
+		}
 	}
+	shim__wake(c);
 }
 
-/* The engine's completion callback: publish the event in the ring. On the
- * thread that is submitting on c, inside its call into the engine (the
- * inline completions), the event is held and published with the others of
- * the call in one round of ctx->lock (shim__held_publish). */
+/* The engine's completion callback: hold the event for shim__batch_done. */
 void shim__complete(void *arg, const struct fsaio_event *ev)
 {
 	struct shim_ctx *c = arg;
 	struct shim_slot *s = ev->user_data;
-	struct shim_held *h = held_here;
+	struct shim_held *h = &held;
 	struct io_event out = {
 		.data = s->data,
 		.obj = s->obj,
@@ -203,44 +224,22 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 	s->iov = s->iov_inline;
 	s->resfd = -1;
 
-	if (h && h->c == c && h->n < SHIM_HELD_MAX) {
-		h->slot[h->n] = s;
-		h->ev[h->n] = out;
-		h->resfd[h->n++] = resfd;
-		errno = saved;
-		return;
-	}
-	pthread_mutex_lock(&c->lock);
-	publish_locked(c, s, &out);
-	pthread_mutex_unlock(&c->lock);
-	signal_resfd(resfd);
-	shim__wake(c);
+	if (h->n && (h->c != c || h->n == SHIM_HELD_MAX))
+		publish_held(h);
+	h->c = c;
+	h->slot[h->n] = s;
+	h->ev[h->n] = out;
+	h->resfd[h->n++] = resfd;
 	errno = saved;
 }
 
-void shim__held_begin(struct shim_held *h, struct shim_ctx *c)
+void shim__batch_done(void *arg)
 {
-	h->c = c;
-	h->n = 0;
-	held_here = h;
-}
+	int saved = errno;
 
-/* Publish what the engine completed inside the call, in one round. */
-void shim__held_publish(struct shim_held *h)
-{
-	struct shim_ctx *c = h->c;
-
-	held_here = NULL;
-	if (!h->n)
-		return;
-	pthread_mutex_lock(&c->lock);
-	for (unsigned i = 0; i < h->n; i++)
-		publish_locked(c, h->slot[i], &h->ev[i]);
-	pthread_mutex_unlock(&c->lock);
-	for (unsigned i = 0; i < h->n; i++)
-		signal_resfd(h->resfd[i]);
-	shim__wake(c);
-	h->n = 0;
+	(void)arg;
+	publish_held(&held);
+	errno = saved;
 }
 
 /* Copy up to nr events out of the ring, reap_lock held. */
@@ -384,6 +383,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	int64_t tmo, deadline;
 	long got = 0;
 	int efd = -1;
+	bool polled = false;
 	/* A destination outside the user address range is NULL's case: the
 	 * kernel's copy_to_user faults once it has an event to copy. */
 	bool events_ok = events && shim__user_ptr_ok(events, sizeof(*events));
@@ -405,6 +405,8 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	}
 	for (;;) {
 		uint32_t seen = atomic_load(&c->seq);
+		uint32_t eseen = fsaio__events_seq(c->engine);
+		bool expired;
 		int w;
 
 		/* The kernel faults only when it has an event to copy. */
@@ -422,15 +424,26 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 				got = -EINVAL;
 			break;
 		}
-		if (tmo == 0 || (deadline != INT64_MAX && mono_ns() >= deadline))
+		/* A timeout that has passed still gets one look at the
+		 * engine's io_uring ring. */
+		expired = tmo == 0 || (deadline != INT64_MAX && mono_ns() >= deadline);
+		if (expired && polled)
 			break;
-		if (efd >= 0) {
-			w = wait_efd(efd, deadline, sigmask);
-		} else {
-			/* Forever is a deadline far away: only a timed futex
-			 * wait turns a handled signal into EINTR. */
-			w = wait_seq(c, seen, deadline == INT64_MAX ?
-				     mono_ns() + (int64_t)3650 * 86400 * NSEC : deadline);
+		w = efd >= 0 ? -EAGAIN : fsaio__drive(c->engine, eseen, expired ? 0 : deadline);
+		polled = expired;
+		if (w == -EAGAIN && !expired) {
+			/* Sleep our own way: the engine's thread brings the
+			 * events meanwhile. */
+			fsaio__drive_need(c->engine, 1);
+			if (efd >= 0) {
+				w = wait_efd(efd, deadline, sigmask);
+			} else {
+				/* Forever is a deadline far away: only a timed
+				 * futex wait turns a handled signal into EINTR. */
+				w = wait_seq(c, seen, deadline == INT64_MAX ?
+					     mono_ns() + (int64_t)3650 * 86400 * NSEC : deadline);
+			}
+			fsaio__drive_need(c->engine, -1);
 		}
 		if (w == -EINTR) {
 			if (!got)

@@ -141,8 +141,8 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned n);
 unsigned shim__take_slots(struct shim_ctx *c, unsigned n, struct shim_slot **out);
 
-/* Completions of the submitting thread's own call into the engine, held
- * (thread-local, so only that thread adds to it) and published together. */
+/* Completions called back in one thread, put in the ring together by
+ * shim__batch_done (ring.c). */
 #define SHIM_HELD_MAX 64
 struct shim_held {
 	struct shim_ctx *c;
@@ -151,8 +151,7 @@ struct shim_held {
 	struct io_event ev[SHIM_HELD_MAX];
 	int resfd[SHIM_HELD_MAX];
 };
-void shim__held_begin(struct shim_held *h, struct shim_ctx *c);
-void shim__held_publish(struct shim_held *h);
+void shim__batch_done(void *arg);
 
 /* decode.c: judging an iocb (no context needed, for the fuzz target too).
  * decode_head before a slot is taken; decode_fd, then (aio_key written)

@@ -25,18 +25,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dropin.h"
 #include "shim.h"
 
 #define BATCH 32
 
 /* Judge iocb cb (the copy of ucb, its head already judged) and fill slot s
  * for it (taken by the caller, who gives it back if this fails). */
-static int prepare(struct iocb *ucb, struct iocb cb, struct shim_slot *s)
+static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct shim_slot *s)
 {
 	bool fd_bad;
 	int ret;
 
 	ret = shim__decode_fd(s, &cb);
+	/* Its eventfd is read without io_getevents: the engine's thread must
+	 * bring its completion (undone by shim__slots_release or at the
+	 * event). */
+	if (s->resfd >= 0)
+		fsaio__drive_need(c->engine, 1);
 	if (ret) {
 		/* Before aio_key is written: it stays as it was. */
 		shim__decode_fail(&cb, ret, &fd_bad);
@@ -59,14 +65,13 @@ static int prepare(struct iocb *ucb, struct iocb cb, struct shim_slot *s)
 }
 
 /* The iocbs of one batch: slots are taken for the whole batch in one round
- * of ctx->lock (more only if it runs short), the inline completions are
- * published in one more (shim__held_publish), and the slots left unused or
- * refused go back in a third only when there are any. */
+ * of ctx->lock (more only if it runs short), the engine publishes the
+ * inline completions in one more (shim__batch_done), and the slots left
+ * unused or refused go back in a third only when there are any. */
 long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 {
 	struct fsaio_req *reqs[BATCH];
 	struct shim_slot *slots[BATCH];
-	struct shim_held held;
 	long done = 0;
 	int ret = 0;
 
@@ -109,7 +114,7 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 					break;
 				}
 			}
-			ret = prepare(ucb, cb, slots[k]);
+			ret = prepare(c, ucb, cb, slots[k]);
 			if (ret)
 				break;
 			failed = NULL;
@@ -126,7 +131,6 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 		}
 		/* The engine stops at a request it refuses and returns how many
 		 * it took; asked again, it answers the refused one's error. */
-		shim__held_begin(&held, c);
 		for (off = 0; off < k; off += (unsigned)n) {
 			n = fsaio__submit_lazy(c->engine, reqs + off, k - off);
 			if (n <= 0) {
@@ -134,7 +138,6 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 				break;
 			}
 		}
-		shim__held_publish(&held);
 		/* The kernel stops at the refused iocb: it never looked at the
 		 * ones after it (nor at the one prepare refused), and for a
 		 * closed or O_PATH fd answers EBADF and leaves the key alone. */

@@ -57,7 +57,9 @@ T_ASSERT(stats_bytes_uring, offsetof(struct fsaio_stats, bytes_uring) == 128);
 T_ASSERT(stats_reaper_sleeps, offsetof(struct fsaio_stats, reaper_sleeps) == 136);
 T_ASSERT(stats_reaper_wakeups, offsetof(struct fsaio_stats, reaper_wakeups) == 144);
 T_ASSERT(stats_straight_to_ring, offsetof(struct fsaio_stats, straight_to_ring) == 152);
-T_ASSERT(stats_reserved, offsetof(struct fsaio_stats, reserved) == 160);
+T_ASSERT(stats_ring_reaped_caller, offsetof(struct fsaio_stats, ring_reaped_caller) == 160);
+T_ASSERT(stats_ring_reaped_thread, offsetof(struct fsaio_stats, ring_reaped_thread) == 168);
+T_ASSERT(stats_reserved, offsetof(struct fsaio_stats, reserved) == 176);
 #endif
 
 T_ASSERT(op_pread, FSAIO_OP_PREAD == 1);

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: waiting for events (fsaio_getevents) and the eventfd.
+ *
+ * A caller short of events first carries the io_uring ring itself
+ * (fsaio__drive): it harvests the CQEs there are and sleeps in
+ * io_uring_enter, so a ring completion reaches it without a thread hop.
+ * When the ring is not its to carry (no requests there, another caller
+ * carries it, or an eventfd user keeps the ring's thread at it), it sleeps
+ * on the futex cq.seq, woken by the post of any executor. A futex, not a
+ * condition variable, so that a signal interrupts getevents with -EINTR as
+ * it does io_getevents.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nocancel.h"
+#include "cq.h"
+#include "ctx.h"
+#include "dropin.h"
+#include "req.h"
+
+static int64_t ns_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* now + timeout on the monotonic clock, saturating: a timeout too large to
+ * add is a wait without end, as the kernel treats it. */
+static int64_t deadline_after(const struct timespec *t)
+{
+	int64_t now = ns_now();
+	int64_t left = INT64_MAX - now;
+
+	if (t->tv_sec >= left / 1000000000)
+		return INT64_MAX;
+	left = t->tv_sec * 1000000000LL + t->tv_nsec;
+	return now + left;
+}
+
+/* Sleep on cq.seq while it is still seen, until deadline: 0 or -EINTR.
+ * cq.lock held on entry and on return. */
+static int sleep_on_cq(struct fsaio_ctx *ctx, uint32_t seen, int64_t deadline)
+{
+	struct fsaio__cq *cq = &ctx->cq;
+	struct timespec rel, *relp = NULL;
+	long r;
+
+	if (atomic_load(&cq->seq) != seen)
+		return 0;
+	if (deadline != INT64_MAX) {
+		int64_t left = deadline - ns_now();
+
+		if (left <= 0)
+			return 0;
+		rel.tv_sec = left / 1000000000;
+		rel.tv_nsec = left % 1000000000;
+		relp = &rel;
+	}
+	cq->sleepers++;
+	FSAIO__INC(ctx, reaper_sleeps, 1);
+	pthread_mutex_unlock(&cq->lock);
+	fsaio__drive_need(ctx, 1);
+	r = syscall(SYS_futex, &cq->seq, FUTEX_WAIT_PRIVATE, seen, relp, NULL, 0);
+	fsaio__drive_need(ctx, -1);
+	pthread_mutex_lock(&cq->lock);
+	return r < 0 && errno == EINTR ? -EINTR : 0;
+}
+
+static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
+			  struct fsaio_event *events, const struct timespec *timeout)
+{
+	struct fsaio__cq *cq;
+	int64_t deadline = INT64_MAX;
+	unsigned got = 0;
+	bool polled = false;
+	int saved = errno;
+
+	if (!fsaio__ctx_ok(ctx) || min_nr > nr)
+		return -EINVAL;
+	if (nr && !events)
+		return -EFAULT;
+	if (timeout) {
+		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000)
+			return -EINVAL;
+		deadline = deadline_after(timeout);
+	}
+	cq = &ctx->cq;
+	pthread_mutex_lock(&cq->lock);
+	for (;;) {
+		uint32_t seen;
+		bool expired;
+		int r;
+
+		got += fsaio__cq_take(ctx, nr - got, events + got);
+		if (got >= min_nr || got == nr)
+			break;
+		/* A timeout that has passed still gets one look at the ring. */
+		expired = deadline != INT64_MAX && ns_now() >= deadline;
+		if (expired && polled)
+			break;
+		seen = atomic_load(&cq->seq);
+		pthread_mutex_unlock(&cq->lock);
+		r = fsaio__drive(ctx, seen, expired ? 0 : deadline);
+		pthread_mutex_lock(&cq->lock);
+		polled = expired;
+		if (r == -EAGAIN && !expired)
+			r = sleep_on_cq(ctx, seen, deadline);
+		/* A signal ends the wait, as it ends io_getevents: what was
+		 * collected is returned, and -EINTR only when that is nothing. */
+		if (r == -EINTR) {
+			got += fsaio__cq_take(ctx, nr - got, events + got);
+			if (got)
+				break;
+			pthread_mutex_unlock(&cq->lock);
+			errno = saved;
+			return -EINTR;
+		}
+	}
+	pthread_mutex_unlock(&cq->lock);
+	errno = saved;
+	return (int)got;
+}
+
+FSAIO__API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
+			       struct fsaio_event *events, const struct timespec *timeout)
+{
+	return FSAIO__NOCANCEL(getevents_body(ctx, min_nr, nr, events, timeout));
+}
+
+/* Readable exactly while events are pending (cq.c). Its reader relies on
+ * the ring's thread for the ring's completions, from now on. */
+FSAIO__API int fsaio_event_fd(fsaio_ctx_t *ctx)
+{
+	bool created;
+	int fd;
+
+	if (!fsaio__ctx_ok(ctx))
+		return -EINVAL;
+	fd = fsaio__cq_efd(&ctx->cq, &created);
+	if (created)
+		fsaio__drive_need(ctx, 1);
+	return fd;
+}

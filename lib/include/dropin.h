@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the engine offers its own getevents and the drop-ins beyond the
+ * public API.
+ *
+ * Waiting for events by carrying the context's io_uring ring in the
+ * waiting thread (uring_reap.c). The pattern: read fsaio__events_seq(), look for events, and
+ * if there are too few, fsaio__drive() with that seq; on -EAGAIN sleep
+ * your own way, counted by fsaio__drive_need(+1/-1) around the sleep.
+ */
+#ifndef FSAIO_DROPIN_H
+#define FSAIO_DROPIN_H
+
+#include <stdint.h>
+
+#include "fsaio.h"
+
+/* Moves after every completion is delivered (posted, or called back). */
+uint32_t fsaio__events_seq(fsaio_ctx_t *ctx);
+
+/*
+ * Harvest the ring's completions in this thread and, when none came and
+ * nothing was delivered since seen, wait in io_uring_enter once, until
+ * deadline (CLOCK_MONOTONIC ns; INT64_MAX: none; 0: do not wait). 0 (look
+ * again), -EINTR (a signal), or -EAGAIN: the ring is not this caller's to
+ * carry now (none, idle, another caller carries it, or the thread stays
+ * for a waiter); sleep another way.
+ */
+int fsaio__drive(fsaio_ctx_t *ctx, uint32_t seen, int64_t deadline);
+
+/* A waiter that relies on the completion thread (it sleeps elsewhere, or
+ * reads an eventfd) comes (+1) or goes (-1). */
+void fsaio__drive_need(fsaio_ctx_t *ctx, int delta);
+
+/* Wake a caller waiting in the ring (a completion arrived another way, or
+ * the context is going away). */
+void fsaio__uring_kick(fsaio_ctx_t *ctx);
+
+/* A callback context's hook, called after each batch of completion
+ * callbacks in the thread that made them (a drop-in coalesces its
+ * eventfd signals there). Set once, before the first request. */
+void fsaio__set_batch_done(fsaio_ctx_t *ctx, void (*fn)(void *complete_arg));
+
+#endif /* FSAIO_DROPIN_H */

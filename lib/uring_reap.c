@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: who turns the ring's CQEs into completions.
+ *
+ * Whoever holds u->owner harvests: a caller waiting for events
+ * (fsaio__drive, from fsaio_getevents or a drop-in's getevents) or the
+ * completion thread. A caller that waits sleeps in io_uring_enter itself,
+ * so the kernel's completion wakes it directly and a completion costs no
+ * thread hop and no futex wake. The thread carries the ring when nobody
+ * drives: callback contexts, eventfd users, programs that read their events
+ * from memory, a request continued after its caller stopped waiting.
+ *
+ * The thread steps back while callers drive: it gives up owner when a
+ * driver arrives (the driver kicks it out of io_uring_enter with a NOP) and
+ * parks for STEP_BACK_NS at a time while drive_seq keeps moving. Anyone
+ * who waits for the ring without driving (needs > 0: a sleeper of the
+ * completion queue, an eventfd or a cancel) wakes it, and it does not
+ * step back while they wait. So completions arrive whether or not a
+ * caller drives; without a driver or a waiter that needs it, at most
+ * STEP_BACK_NS late.
+ *
+ * A driver waiting in the ring sets cq.ring_waiter; a completion posted by
+ * another thread (a worker, the poller) kicks it with a NOP.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <liburing.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dropin.h"
+#include "uring_ring.h"
+
+/* How long the thread stays parked, at a time, while callers drive. */
+#define STEP_BACK_NS 10000000LL
+
+static int64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* FUTEX_WAIT for at most ns (< 0: no limit): 0, or -errno. */
+static int futex_wait(_Atomic uint32_t *w, uint32_t val, int64_t ns)
+{
+	struct timespec rel = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+
+	if (syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, ns < 0 ? NULL : &rel, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+static void futex_wake(_Atomic uint32_t *w, int n)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/* The context's live ring, or NULL. */
+static struct fsaio__uring *live(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+
+	return u == URING_CREATING || u == URING_UNAVAILABLE ? NULL : u;
+}
+
+/* A NOP whose CQE wakes whoever waits in the ring. */
+static void kick(struct fsaio__uring *u)
+{
+	struct io_uring_sqe *sqe;
+
+	pthread_mutex_lock(&u->sq_lock);
+	if (!u->stopping && (sqe = fsaio__ring_get_sqe(u))) {
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_KICK);
+		(void)fsaio__ring_flush(u);
+	}
+	pthread_mutex_unlock(&u->sq_lock);
+}
+
+void fsaio__ring_wake_thread(struct fsaio__uring *u)
+{
+	atomic_fetch_add(&u->park, 1);
+	if (atomic_load(&u->parked))
+		futex_wake(&u->park, 1);
+}
+
+/* Turn every CQE there is into its completion or continuation; how many
+ * were requests' (counted before their events are posted, so a caller that
+ * has its events sees them counted). Under owner. */
+static unsigned harvest(struct fsaio__uring *u, bool by_caller)
+{
+	struct fsaio__batch b = { .n = 0 };
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0, reqs = 0;
+
+	io_uring_for_each_cqe(&u->ring, head, cqe) {
+		uintptr_t ud = (uintptr_t)io_uring_cqe_get_data(cqe);
+
+		n++;
+		if ((ud & TAG_MASK) == TAG_CANCEL) {
+			struct fsaio__cancel_wait *w = (void *)(ud & ~(uintptr_t)TAG_MASK);
+
+			/* The canceller set w up and submitted under sq_lock:
+			 * taking it orders that before us. */
+			pthread_mutex_lock(&u->sq_lock);
+			pthread_mutex_unlock(&u->sq_lock);
+			w->res = cqe->res;
+			atomic_store_explicit(&w->done, 1, memory_order_release);
+			futex_wake(&w->done, 1);
+		} else if ((ud & TAG_MASK) == TAG_BIND) {
+			/* Only a failed FILES_UPDATE posts: its request's CQE
+			 * (-ECANCELED) follows and reads this. */
+			struct fsaio_req *r = (struct fsaio_req *)(ud & ~(uintptr_t)TAG_MASK);
+
+			r->exec_ |= (uint64_t)(uint32_t)-cqe->res << 32;
+		} else if (ud && !(ud & TAG_MASK)) {
+			reqs++;
+			if (by_caller)
+				FSAIO__INC(u->ctx, ring_reaped_caller, 1);
+			else
+				FSAIO__INC(u->ctx, ring_reaped_thread, 1);
+			fsaio__ring_on_req(u, (struct fsaio_req *)ud, cqe->res, &b);
+		}
+	}
+	io_uring_cq_advance(&u->ring, n);
+	fsaio__batch_flush(u->ctx, &b);
+	return reqs;
+}
+
+static bool take_owner(struct fsaio__uring *u, uint32_t who, uint32_t *was)
+{
+	*was = OWN_NONE;
+	return atomic_compare_exchange_strong(&u->owner, was, who);
+}
+
+static void release_owner(struct fsaio__uring *u)
+{
+	atomic_store(&u->owner, OWN_NONE);
+	if (atomic_load(&u->owner_waiters))
+		futex_wake(&u->owner, INT_MAX);
+}
+
+/* Sleep while owner is still was, at most ns (< 0: no limit). */
+static int wait_owner(struct fsaio__uring *u, uint32_t was, int64_t ns)
+{
+	int ret;
+
+	atomic_fetch_add(&u->owner_waiters, 1);
+	ret = futex_wait(&u->owner, was, ns);
+	atomic_fetch_sub(&u->owner_waiters, 1);
+	return ret;
+}
+
+/* Whether the thread should leave the ring to the callers. */
+static bool step_back(struct fsaio__uring *u, uint32_t seen_drive)
+{
+	return !atomic_load(&u->stop) && atomic_load(&u->ctx->ring_needs) <= 0 &&
+	       (atomic_load(&u->drivers) || atomic_load(&u->drive_seq) != seen_drive);
+}
+
+static void park(struct fsaio__uring *u)
+{
+	uint32_t seen = atomic_load(&u->park);
+
+	atomic_store(&u->parked, true);
+	/* Dekker with fsaio__drive_need and destroy: they change needs or
+	 * stop, then read parked. */
+	if (atomic_load(&u->ctx->ring_needs) <= 0 && !atomic_load(&u->stop))
+		(void)futex_wait(&u->park, seen, STEP_BACK_NS);
+	atomic_store(&u->parked, false);
+}
+
+/* Slots that may still hold files, and nothing in the ring. */
+static bool idle_dirty(struct fsaio__uring *u)
+{
+	return atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
+	       !atomic_load_explicit(&u->inflight, memory_order_relaxed);
+}
+
+/* Drop the files free slots hold once the ring stayed idle from one look
+ * to the next (STEP_BACK_NS apart): a clear per request would cost a
+ * system call each at depth 1. *gen: queued_gen at the last look. */
+static void idle_chores(struct fsaio__uring *u, uint32_t *gen)
+{
+	uint32_t g = atomic_load_explicit(&u->queued_gen, memory_order_relaxed);
+
+	if (idle_dirty(u) && g == *gen)
+		fsaio__ring_clear_slots(u);
+	*gen = g;
+}
+
+void *fsaio__ring_thread(void *arg)
+{
+	struct fsaio__uring *u = arg;
+	uint32_t seen_drive = atomic_load(&u->drive_seq), was, gen = 0;
+
+	for (;;) {
+		if (atomic_load(&u->stop) && !atomic_load(&u->inflight))
+			break;
+		if (step_back(u, seen_drive)) {
+			seen_drive = atomic_load(&u->drive_seq);
+			park(u);
+			idle_chores(u, &gen);
+			continue;
+		}
+		if (!take_owner(u, OWN_THREAD, &was)) {
+			/* A caller drives while a waiter needs the thread: take
+			 * over when it leaves. */
+			(void)wait_owner(u, was, STEP_BACK_NS);
+			continue;
+		}
+		for (;;) {
+			struct io_uring_cqe *cqe;
+			struct __kernel_timespec ts = { .tv_nsec = STEP_BACK_NS };
+
+			harvest(u, false);
+			if (atomic_load(&u->stop) ? !atomic_load(&u->inflight) :
+			    atomic_load(&u->ctx->ring_needs) <= 0 && atomic_load(&u->drivers))
+				break;
+			/* Idle with files held: look again after a while. */
+			if (idle_dirty(u) && u->ext_arg) {
+				gen = atomic_load_explicit(&u->queued_gen, memory_order_relaxed);
+				if (io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts) == -ETIME)
+					idle_chores(u, &gen);
+			} else {
+				if (idle_dirty(u))
+					fsaio__ring_clear_slots(u);
+				(void)io_uring_wait_cqe(&u->ring, &cqe);
+			}
+		}
+		release_owner(u);
+		seen_drive = atomic_load(&u->drive_seq);
+	}
+	return NULL;
+}
+
+/* Wait in the ring for a CQE until deadline: 0, -EINTR or -ETIME. */
+static int wait_ring(struct fsaio__uring *u, int64_t deadline)
+{
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts;
+	int64_t left;
+
+	if (deadline == INT64_MAX)
+		return io_uring_wait_cqe(&u->ring, &cqe);
+	left = deadline - now_ns();
+	if (left <= 0)
+		return -ETIME;
+	ts.tv_sec = left / 1000000000;
+	ts.tv_nsec = left % 1000000000;
+	return io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts);
+}
+
+/* Harvest; with nothing harvested or posted since seen, wait once. */
+static int reap_once(struct fsaio__uring *u, uint32_t seen, int64_t deadline)
+{
+	struct fsaio__cq *cq = &u->ctx->cq;
+	int ret;
+
+	if (harvest(u, true) || !deadline || atomic_load(&cq->seq) != seen ||
+	    !atomic_load(&u->inflight))
+		return 0;
+	/* Dekker with fsaio__post: it bumps seq, then reads ring_waiter. */
+	atomic_store(&cq->ring_waiter, true);
+	if (atomic_load(&cq->seq) != seen) {
+		atomic_store(&cq->ring_waiter, false);
+		return 0;
+	}
+	ret = wait_ring(u, deadline);
+	atomic_store(&cq->ring_waiter, false);
+	harvest(u, true);
+	return ret == -EINTR ? -EINTR : 0;
+}
+
+int fsaio__drive(struct fsaio_ctx *ctx, uint32_t seen, int64_t deadline)
+{
+	struct fsaio__uring *u = live(ctx);
+	uint32_t was;
+	int ret = 0;
+
+	if (!u || !u->ext_arg || !atomic_load(&u->inflight))
+		return -EAGAIN;
+	atomic_fetch_add(&u->drivers, 1);
+	while (!take_owner(u, OWN_CALLER, &was)) {
+		int64_t left = -1;
+
+		/* Another caller drives (it posts what comes), or the thread
+		 * stays for a waiter: sleep the caller's own way. */
+		if (was == OWN_CALLER || !deadline || atomic_load(&ctx->ring_needs) > 0 ||
+		    atomic_load(&u->stop)) {
+			ret = -EAGAIN;
+			goto out;
+		}
+		if (deadline != INT64_MAX && (left = deadline - now_ns()) <= 0)
+			goto out;
+		/* The thread waits in the ring for nobody: kicked, it steps
+		 * back. */
+		kick(u);
+		ret = wait_owner(u, OWN_THREAD, left);
+		if (ret == -EINTR)
+			goto out;
+		if (ret == -ETIMEDOUT) {
+			ret = 0;
+			goto out;
+		}
+		ret = 0;
+	}
+	ret = reap_once(u, seen, deadline);
+	release_owner(u);
+	atomic_fetch_add(&u->drive_seq, 1);
+out:
+	atomic_fetch_sub(&u->drivers, 1);
+	return ret;
+}
+
+void fsaio__drive_need(struct fsaio_ctx *ctx, int delta)
+{
+	struct fsaio__uring *u;
+
+	if (atomic_fetch_add(&ctx->ring_needs, delta) > 0 || delta <= 0)
+		return;
+	/* Dekker with queue(): it bumps inflight, then reads ring_needs. */
+	u = live(ctx);
+	if (u && atomic_load(&u->inflight))
+		fsaio__ring_wake_thread(u);
+}
+
+void fsaio__uring_kick(struct fsaio_ctx *ctx)
+{
+	struct fsaio__uring *u = live(ctx);
+
+	if (u)
+		kick(u);
+}
