@@ -175,27 +175,37 @@ static void publish_locked(struct shim_ctx *c, struct shim_slot *s, const struct
 		slot_push(c, s);
 }
 
-/* Put the held events in the ring. As the kernel does, an event is in the
- * ring before its eventfd says so; the dup taken at submit keeps the
- * eventfd alive even if the program closed its own descriptor. */
+/* Put the held events in the ring: those without an eventfd in one round
+ * of ctx->lock, then each with one by itself, signalled at once. As the
+ * kernel does, an event is in the ring before its eventfd says so, and no
+ * later than that; the dup taken at submit keeps the eventfd alive even if
+ * the program closed its own descriptor. */
 static void publish_held(struct shim_held *h)
 {
 	struct shim_ctx *c = h->c;
-	unsigned n = h->n;
+	unsigned n = h->n, nfd = 0;
 
 	if (!n)
 		return;
 	h->n = 0;
 	pthread_mutex_lock(&c->lock);
-	for (unsigned i = 0; i < n; i++)
-		publish_locked(c, h->slot[i], &h->ev[i]);
-	pthread_mutex_unlock(&c->lock);
 	for (unsigned i = 0; i < n; i++) {
-		if (h->resfd[i] >= 0) {
-			efd_signal(h->resfd[i]);
-			(void)FSAIO__NOCANCEL(close(h->resfd[i]));
-			fsaio__drive_need(c->engine, -1);
-		}
+		if (h->resfd[i] < 0)
+			publish_locked(c, h->slot[i], &h->ev[i]);
+		else
+			nfd++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	for (unsigned i = 0; nfd && i < n; i++) {
+		if (h->resfd[i] < 0)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		publish_locked(c, h->slot[i], &h->ev[i]);
+		pthread_mutex_unlock(&c->lock);
+		efd_signal(h->resfd[i]);
+		(void)FSAIO__NOCANCEL(close(h->resfd[i]));
+		fsaio__drive_need(c->engine, -1);
+		nfd--;
 	}
 	shim__wake(c);
 }
