@@ -3,8 +3,9 @@
  * DESIGN: the completion ring and waiting for it.
  *
  * Completions are published in the kernel's struct aio_ring layout: the
- * engine's callback (any thread) writes the io_event at tail and stores the
- * new tail with release under ctx->lock; reapers load tail with acquire,
+ * engine's callback (any thread) holds each event, and its batch-done hook
+ * writes the batch's io_events at tail and stores the new tail with
+ * release under ctx->lock; reapers load tail with acquire,
  * copy, and store head with release. io_getevents reaps under
  * ctx->reap_lock; a program may also reap by itself, as it can from the
  * kernel's ring, without any lock (like the kernel, we trust only

@@ -10,7 +10,8 @@
  *
  * Threads: any number of program threads call in on one context at once;
  * the engine's workers (and the submitter, for inline hits, and destroy)
- * run the completion callback shim__complete().
+ * run the completion callback shim__complete() and, after each batch of
+ * them, shim__batch_done(), which puts the batch in the ring.
  *
  * Locks, outer first:
  *   shim registry lock (ctx.c) -> nothing: it is a leaf, held by io_setup
@@ -18,7 +19,7 @@
  *   ctx->cancel_lock -> engine locks -> ctx->lock
  *   ctx->reap_lock -> ctx->lock (a reaper refilling nothing: only the
  *       submit path takes ctx->lock to credit reaped slots back)
- * ctx->lock is taken by the completion callback, which the engine may call
+ * ctx->lock is taken by the batch-done hook, which the engine may call
  * with its own locks held, so nothing calls into the engine while holding
  * ctx->lock.
  */
@@ -51,7 +52,7 @@ typedef struct io_context *io_context_t;
 
 /* The kernel's struct aio_ring: a 32-byte header, then nr io_events.
  * head is advanced by whoever reaps (io_getevents here, or the program
- * itself); tail only by shim__complete() under ctx->lock. Both are stored
+ * itself); tail only by shim__batch_done() under ctx->lock. Both are stored
  * with release and loaded with acquire, so an event's contents are visible
  * before the index that publishes it. */
 struct shim_ring {
@@ -75,7 +76,8 @@ _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "ring indices keep 
  * The fields marked ctx->lock say whether the slot is free; the others
  * belong to whoever holds the slot: the submitting thread until the engine
  * accepts the request, then the engine until it calls shim__complete(),
- * which reads them before it gives the slot back under ctx->lock. */
+ * which reads them; the slot goes back under ctx->lock in the batch-done
+ * hook that follows. */
 struct shim_slot {
 	struct fsaio_req req;   /* user_data points back at the slot */
 	uint64_t data;          /* iocb->aio_data, for io_event.data */
