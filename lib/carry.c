@@ -67,14 +67,14 @@ void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__ba
 }
 
 /* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
- * per inode); read misses under AUTO_RING_MAX to the ring, where a small
- * miss costs a third of the CPU of a parked thread; larger ones to the pool,
- * which moved them faster (docs/design-notes.md). */
-#define AUTO_RING_MAX (16u * 1024)
+ * per inode); read misses up to AUTO_RING_MAX to the ring, where a miss
+ * costs a third to a half of the CPU of a parked thread and moves as fast
+ * or faster; larger ones to the pool (docs/design-notes.md). */
+#define AUTO_RING_MAX (1024u * 1024)
 
 static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 {
-	return !fsaio__is_write(r) && fsaio__total(r) - r->done_ < AUTO_RING_MAX &&
+	return !fsaio__is_write(r) && fsaio__total(r) - r->done_ <= AUTO_RING_MAX &&
 	       fsaio__uring_usable(ctx);
 }
 

@@ -100,7 +100,9 @@ static bool write_edges_cached(struct fsaio_ctx *ctx, const struct fsaio_req *r)
  * which tries the page cache itself inside io_uring_enter: no probe, no
  * failed NOWAIT attempt. One read in SAMPLE_EVERY still takes the inline
  * path, so an fd that turned hot is served inline again; one hit ends the
- * streak. A workload with hits among its misses never builds one.
+ * streak. A workload with hits among its misses never builds one, and a
+ * sequential stream's reads always take the inline path: readahead (the
+ * kernel's or ours) is there to make them hit.
  */
 #define STRAIGHT_AFTER 4
 #define SAMPLE_EVERY 16
@@ -109,7 +111,7 @@ static bool straight_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r,
 			     struct fsaio__fdinfo fi)
 {
 	if (fsaio__fd_misses(fi) < STRAIGHT_AFTER - 1 || (r->rw_flags & RWF_NOWAIT) ||
-	    !fsaio__miss_to_ring(ctx, r))
+	    (r->hints_ & FSAIO__HINT_SEQ) || !fsaio__miss_to_ring(ctx, r))
 		return false;
 	return atomic_fetch_add_explicit(&ctx->straight_seq, 1, memory_order_relaxed) %
 	       SAMPLE_EVERY != 0;

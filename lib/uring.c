@@ -27,7 +27,7 @@
  * Unavailable io_uring (io_uring_disabled = 2, or ENOSYS/EPERM/EACCES from
  * setup) is found once per process; every later context uses the pool.
  * Who carries a buffered miss: miss_backend (FSAIO_BACKEND) THREADS the
- * pool, URING the ring, AUTO small reads to the ring, the rest to the pool.
+ * pool, URING the ring, AUTO reads up to 1 MiB to the ring, the rest to the pool.
  * O_DIRECT goes to the ring unless the backend is THREADS. The measurements
  * behind these choices are in docs/design-notes.md.
  */
@@ -156,15 +156,18 @@ static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_urin
 	return 0;
 }
 
-/* r is done with the ring: its slot is free (still holding the file). */
-static void release_slot(struct fsaio__uring *u, unsigned slot)
+/* The slots of the requests a harvest round finished are free again (still
+ * holding their files), in one round of sq_lock. Under owner. */
+void fsaio__ring_release_slots(struct fsaio__uring *u)
 {
-	if (!slot)
+	if (!u->nrel)
 		return;
 	pthread_mutex_lock(&u->sq_lock);
-	u->free_slots[u->nfree++] = slot - 1;
+	for (unsigned i = 0; i < u->nrel; i++)
+		u->free_slots[u->nfree++] = u->rel_slots[i];
 	atomic_store_explicit(&u->dirty, true, memory_order_relaxed);
 	pthread_mutex_unlock(&u->sq_lock);
+	u->nrel = 0;
 }
 
 /* With nothing in the ring, drop the files free slots still hold, so a file
@@ -277,8 +280,10 @@ static bool asked_cancel(struct fsaio__uring *u, struct fsaio_req *r)
 static void finish(struct fsaio__uring *u, struct fsaio_req *r, int64_t res,
 		   struct fsaio__batch *b)
 {
-	/* The slot first: the caller may submit again as soon as it reaps. */
-	release_slot(u, slot_of(r));
+	/* The slot is given back before the round's events are posted: the
+	 * caller may submit again as soon as it reaps. */
+	if (slot_of(r))
+		u->rel_slots[u->nrel++] = slot_of(r) - 1;
 	r->exec_ = 0;
 	atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 	u->ctx->ops->done(u->ctx, r, res, b);

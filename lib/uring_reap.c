@@ -90,44 +90,50 @@ void fsaio__ring_wake_thread(struct fsaio__uring *u)
 
 /* Turn every CQE there is into its completion or continuation; how many
  * were requests' (counted before their events are posted, so a caller that
- * has its events sees them counted). Under owner. */
+ * has its events sees them counted). Rounds of HARVEST_MAX CQEs: each ends
+ * by giving back the finished requests' slots, then posting their events.
+ * Under owner. */
 static unsigned harvest(struct fsaio__uring *u, bool by_caller)
 {
 	struct fsaio__batch b = { .n = 0 };
-	struct io_uring_cqe *cqe;
-	unsigned head, n = 0, reqs = 0;
+	struct io_uring_cqe *cqes[HARVEST_MAX];
+	unsigned n, reqs = 0;
 
-	io_uring_for_each_cqe(&u->ring, head, cqe) {
-		uintptr_t ud = (uintptr_t)io_uring_cqe_get_data(cqe);
+	do {
+		n = io_uring_peek_batch_cqe(&u->ring, cqes, HARVEST_MAX);
+		for (unsigned i = 0; i < n; i++) {
+			uintptr_t ud = (uintptr_t)io_uring_cqe_get_data(cqes[i]);
+			int res = cqes[i]->res;
 
-		n++;
-		if ((ud & TAG_MASK) == TAG_CANCEL) {
-			struct fsaio__cancel_wait *w = (void *)(ud & ~(uintptr_t)TAG_MASK);
+			if ((ud & TAG_MASK) == TAG_CANCEL) {
+				struct fsaio__cancel_wait *w = (void *)(ud & ~(uintptr_t)TAG_MASK);
 
-			/* The canceller set w up and submitted under sq_lock:
-			 * taking it orders that before us. */
-			pthread_mutex_lock(&u->sq_lock);
-			pthread_mutex_unlock(&u->sq_lock);
-			w->res = cqe->res;
-			atomic_store_explicit(&w->done, 1, memory_order_release);
-			futex_wake(&w->done, 1);
-		} else if ((ud & TAG_MASK) == TAG_BIND) {
-			/* Only a failed FILES_UPDATE posts: its request's CQE
-			 * (-ECANCELED) follows and reads this. */
-			struct fsaio_req *r = (struct fsaio_req *)(ud & ~(uintptr_t)TAG_MASK);
+				/* The canceller set w up and submitted under
+				 * sq_lock: taking it orders that before us. */
+				pthread_mutex_lock(&u->sq_lock);
+				pthread_mutex_unlock(&u->sq_lock);
+				w->res = res;
+				atomic_store_explicit(&w->done, 1, memory_order_release);
+				futex_wake(&w->done, 1);
+			} else if ((ud & TAG_MASK) == TAG_BIND) {
+				/* Only a failed FILES_UPDATE posts: its request's
+				 * CQE (-ECANCELED) follows and reads this. */
+				struct fsaio_req *r = (struct fsaio_req *)(ud & ~(uintptr_t)TAG_MASK);
 
-			r->exec_ |= (uint64_t)(uint32_t)-cqe->res << 32;
-		} else if (ud && !(ud & TAG_MASK)) {
-			reqs++;
-			if (by_caller)
-				FSAIO__INC(u->ctx, ring_reaped_caller, 1);
-			else
-				FSAIO__INC(u->ctx, ring_reaped_thread, 1);
-			fsaio__ring_on_req(u, (struct fsaio_req *)ud, cqe->res, &b);
+				r->exec_ |= (uint64_t)(uint32_t)-res << 32;
+			} else if (ud && !(ud & TAG_MASK)) {
+				reqs++;
+				if (by_caller)
+					FSAIO__INC(u->ctx, ring_reaped_caller, 1);
+				else
+					FSAIO__INC(u->ctx, ring_reaped_thread, 1);
+				fsaio__ring_on_req(u, (struct fsaio_req *)ud, res, &b);
+			}
 		}
-	}
-	io_uring_cq_advance(&u->ring, n);
-	fsaio__batch_flush(u->ctx, &b);
+		io_uring_cq_advance(&u->ring, n);
+		fsaio__ring_release_slots(u);
+		fsaio__batch_flush(u->ctx, &b);
+	} while (n == HARVEST_MAX);
 	return reqs;
 }
 

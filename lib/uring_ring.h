@@ -30,6 +30,10 @@
 #define SQ_MAX 256
 #define CQ_MAX 65536
 
+/* CQEs taken per harvest round: fewer than a batch of events, so that the
+ * batch is posted only at the end of the round, after the slots. */
+#define HARVEST_MAX (FSAIO__BATCH - 1)
+
 /* Who harvests CQEs: the holder of fsaio__uring.owner. */
 #define OWN_NONE 0u
 #define OWN_THREAD 1u           /* the completion thread */
@@ -72,6 +76,10 @@ struct fsaio__uring {
 	_Atomic int needs;
 	_Atomic uint32_t park;
 	_Atomic bool parked;
+	/* owner: slots of requests finished in the current harvest round,
+	 * given back in one round of sq_lock before their events are posted. */
+	uint32_t rel_slots[HARVEST_MAX];
+	unsigned nrel;
 	struct fsaio_ctx *ctx;  /* immutable */
 	/* Fixed-file slots binding requests to their files (see bind_slot).
 	 * nslots is immutable (0: none could be registered, requests hold a
@@ -97,6 +105,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			struct fsaio__batch *b);
 void fsaio__ring_clear_slots(struct fsaio__uring *u);
+void fsaio__ring_release_slots(struct fsaio__uring *u);  /* under owner */
 void fsaio__ring_wake_thread(struct fsaio__uring *u);
 void *fsaio__ring_thread(void *arg);
 /* The context's ring, created on first use; NULL while another thread

@@ -4,8 +4,10 @@
 # CPU microseconds, system calls and context switches per I/O, beside IOPS,
 # for 4 KiB random reads at depth 32 (cold and hot) and a cold block size
 # of choice, through the libaio drop-in and through the paths it competes
-# with. System calls and switches per I/O do not depend on the machine's
-# load; CPU time per I/O does a little; IOPS do a lot (compare in one run).
+# with. System calls per I/O do not depend on the machine's load; CPU time
+# and switches per I/O (preemptions count) a little; IOPS a lot. So each
+# case runs twice per method, in the order A B C C B A, and the two runs of
+# a method are added up: a change of load during a case weighs on all.
 #
 #   cost.sh [-f FILE] [-s SHIM.so] [-b COLD_BS] [-d COLD_DEPTH] [-r HOT_SECONDS]
 # FILE defaults to ./fsaio-fio-1g.dat (on disk, not tmpfs). Needs perf.
@@ -24,7 +26,7 @@ while getopts f:s:b:d:r:h opt; do
 	b) bs2=$OPTARG ;;
 	d) depth2=$OPTARG ;;
 	r) hot_runtime=$OPTARG ;;
-	*) sed -n '2,11p' "$0"; exit 2 ;;
+	*) sed -n '2,13p' "$0"; exit 2 ;;
 	esac
 done
 [ -r "$shim" ] || { echo "cost.sh: no drop-in at $shim (use -s)" >&2; exit 2; }
@@ -45,43 +47,60 @@ make_hot() {
 	cat "$file" >/dev/null
 }
 
-# one NAME PHASE ENGINE DIRECT DEPTH BS [wrapper...]
+# one RUN NAME PHASE ENGINE DIRECT DEPTH BS [wrapper...]
 one() {
-	local name=$1 phase=$2 engine=$3 direct=$4 depth=$5 bs=$6
-	shift 6
+	local run=$1 name=$2 phase=$3 engine=$4 direct=$5 depth=$6 bs=$7
+	shift 7
 	if [ "$phase" = hot ]; then make_hot; else make_cold; fi
 	FIO_FILE=$file FIO_ENGINE=$engine FIO_DIRECT=$direct FIO_DEPTH=$depth \
-	FIO_RUNTIME=$hot_runtime perf stat -x, -o "$out/$name-$phase.perf" \
+	FIO_RUNTIME=$hot_runtime perf stat -x, -o "$out/$name-$phase.$run.perf" \
 		-e task-clock,context-switches,raw_syscalls:sys_enter \
-		"$@" fio --output-format=json --output="$out/$name-$phase.json" --bs="$bs" \
+		"$@" fio --output-format=json --output="$out/$name-$phase.$run.json" --bs="$bs" \
 		"$here/randread-${phase%%-*}.fio" >/dev/null
 }
 
 drop=(env LD_PRELOAD="$shim")
-one dropin cold libaio 0 32 4k "${drop[@]}"
-one uring-buf cold io_uring 0 32 4k
-one kaio-dio cold libaio 1 32 4k
-one dropin cold-$bs2 libaio 0 "$depth2" "$bs2" "${drop[@]}"
-one uring-buf cold-$bs2 io_uring 0 "$depth2" "$bs2"
-one kaio-dio cold-$bs2 libaio 1 "$depth2" "$bs2"
-one dropin hot libaio 0 32 4k "${drop[@]}"
-one uring-buf hot io_uring 0 32 4k
-one psync hot psync 0 1 4k
+# case PHASE BS DEPTH METHOD... (METHOD: name:engine:direct, or dropin)
+case_abba() {
+	local phase=$1 bs=$2 depth=$3 m
+	shift 3
+	local -a order=("$@")
+	for ((i = ${#order[@]} - 1; i >= 0; i--)); do order+=("${order[i]}"); done
+	local run=1 n=0
+	for m in "${order[@]}"; do
+		n=$((n + 1))
+		[ $n -gt $# ] && run=2
+		IFS=: read -r name engine direct <<<"$m"
+		if [ "$name" = dropin ]; then
+			one $run dropin "$phase" libaio 0 "$depth" "$bs" "${drop[@]}"
+		else
+			one $run "$name" "$phase" "$engine" "$direct" "$depth" "$bs"
+		fi
+	done
+}
+case_abba cold 4k 32 dropin uring-buf:io_uring:0 kaio-dio:libaio:1
+case_abba "cold-$bs2" "$bs2" "$depth2" dropin uring-buf:io_uring:0 kaio-dio:libaio:1
+case_abba hot 4k 32 dropin uring-buf:io_uring:0
+one 1 psync hot psync 0 1 4k
+one 2 psync hot psync 0 1 4k
 
 python3 - "$out" "$bs2" <<'PY'
 import json, os, sys
 out, bs2 = sys.argv[1], sys.argv[2]
 
 def load(name, phase):
-    text = open(os.path.join(out, "%s-%s.json" % (name, phase))).read()
-    rd = json.loads(text[text.index("{"):])["jobs"][0]["read"]
+    ios = ms = 0
     perf = {}
-    for line in open(os.path.join(out, "%s-%s.perf" % (name, phase))):
-        f = line.strip().split(",")
-        if len(f) > 2 and f[0].replace(".", "", 1).isdigit():
-            perf[f[2]] = float(f[0])
-    ios = rd["total_ios"]
-    return {"iops": rd["iops"], "cpu": perf["task-clock"] * 1000 / ios,
+    for run in (1, 2):
+        text = open(os.path.join(out, "%s-%s.%d.json" % (name, phase, run))).read()
+        rd = json.loads(text[text.index("{"):])["jobs"][0]["read"]
+        ios += rd["total_ios"]
+        ms += rd["runtime"]
+        for line in open(os.path.join(out, "%s-%s.%d.perf" % (name, phase, run))):
+            f = line.strip().split(",")
+            if len(f) > 2 and f[0].replace(".", "", 1).isdigit():
+                perf[f[2]] = perf.get(f[2], 0.0) + float(f[0])
+    return {"iops": ios * 1000.0 / ms, "cpu": perf["task-clock"] * 1000 / ios,
             "sys": perf["raw_syscalls:sys_enter"] / ios, "cs": perf["context-switches"] / ios}
 
 rows = [("dropin", "cold"), ("uring-buf", "cold"), ("kaio-dio", "cold"),

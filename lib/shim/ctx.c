@@ -74,6 +74,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static uint32_t possible_cpus = 1;      /* written once by init_once */
 static uint64_t aio_max_nr = 65536;     /* written once by init_once */
 static uint32_t engine_flags;           /* written once by init_once */
+/* getpid() is a system call; ours changes only at fork (on_fork_child). */
+static _Atomic pid_t self_pid;
 
 static unsigned bucket(const void *ring)
 {
@@ -94,6 +96,7 @@ static void on_fork_parent(void)
 
 static void on_fork_child(void)
 {
+	atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
 	/* The child owns none of the parent's contexts, and none of the calls
 	 * that the parent's other threads were making. */
 	for (unsigned b = 0; b < REG_BUCKETS; b++) {
@@ -206,6 +209,17 @@ void shim__put(struct shim_ctx *c)
 /* Read or write a word of the caller's memory without faulting: the kernel
  * answers EFAULT for a bad ctxp, and so must we. process_vm_* on ourselves
  * needs no privilege; where a sandbox forbids it, fall back to plain access. */
+pid_t shim__self_pid(void)
+{
+	pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+
+	if (!pid) {
+		pid = getpid();
+		atomic_store_explicit(&self_pid, pid, memory_order_relaxed);
+	}
+	return pid;
+}
+
 int shim__user_copy(void *dst, const void *src, size_t n, bool to_user)
 {
 	struct iovec local = { to_user ? (void *)src : dst, n };
@@ -214,8 +228,8 @@ int shim__user_copy(void *dst, const void *src, size_t n, bool to_user)
 
 	if (!(to_user ? dst : src))
 		return -EFAULT;
-	r = to_user ? process_vm_writev(getpid(), &local, 1, &remote, 1, 0)
-		    : process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	r = to_user ? process_vm_writev(shim__self_pid(), &local, 1, &remote, 1, 0)
+		    : process_vm_readv(shim__self_pid(), &local, 1, &remote, 1, 0);
 	if (r == (ssize_t)n)
 		return 0;
 	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
@@ -312,6 +326,7 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 	madvise(c->ring, bytes, MADV_DONTFORK);
 	for (uint32_t i = 0; i <= c->capacity; i++)
 		c->slots[i].resfd = -1;
+	shim__resfd_init(c);
 
 	/* The engine bounds what it accepts; ours is the tighter bound, but a
 	 * completed request is counted out of the engine a little after our
@@ -467,6 +482,7 @@ int shim__io_destroy(io_context_t id)
 	if (stats && *stats && strcmp(stats, "0") != 0)
 		print_stats(c);
 	fsaio_ctx_destroy(c->engine);
+	shim__resfd_fini(c);
 	ctx_free(c);
 	/* Only now may a new context take the entry. */
 	pthread_mutex_lock(&reg_lock);

@@ -160,38 +160,6 @@ bool shim__fd_unusable(int fd)
 	return fl < 0 || (fl & O_PATH);
 }
 
-/* eventfd_ctx_fdget(): EBADF for no file (or O_PATH), EINVAL for a file
- * that is not an eventfd. We keep our own descriptor for the file until the
- * event, as the kernel keeps its reference, so the program may close its. */
-static int take_resfd(uint32_t fd, int *out)
-{
-	char path[40], link[32];
-	struct stat st;
-	ssize_t n;
-	int dup;
-
-	if ((int)fd < 0 || shim__fd_unusable((int)fd))
-		return -EBADF;
-	dup = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);
-	if (dup < 0)
-		return errno == EBADF ? -EBADF : -errno;
-	/* An eventfd is an anonymous inode: no file type bits. */
-	if (fstat(dup, &st) < 0 || (st.st_mode & S_IFMT) != 0)
-		goto notefd;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", dup);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n >= 0) {
-		link[n] = 0;
-		if (strcmp(link, "anon_inode:[eventfd]") != 0)
-			goto notefd;
-	}
-	*out = dup;
-	return 0;
-notefd:
-	(void)FSAIO__NOCANCEL(close(dup));
-	return -EINVAL;
-}
-
 /* kiocb_set_rw_flags(): RWF_NOWAIT needs FMODE_NOWAIT, which regular files
  * of the disk filesystems, block devices, pipes, sockets, anonymous inodes
  * and the memory devices have on 6.18, and tmpfs files, directories, FIFOs
@@ -406,18 +374,19 @@ int shim__decode_head(const struct iocb *cb)
 	return 0;
 }
 
-int shim__decode_fd(struct shim_slot *s, const struct iocb *cb)
+int shim__decode_fd(struct shim_ctx *c, struct shim_slot *s, const struct iocb *cb)
 {
 	int ret, resfd = -1;
 
 	s->resfd = -1;
+	s->resfd_e = NULL;
 	s->iov = s->iov_inline;
 	/* A closed or O_PATH fd is found on the way out (shim__decode_fail)
 	 * or by the engine, so that a good one costs nothing here. */
 	if ((int)cb->aio_fildes < 0)
 		return -EBADF;
 	if (cb->aio_flags & IOCB_FLAG_RESFD) {
-		ret = take_resfd(cb->aio_resfd, &resfd);
+		ret = shim__resfd_take(c, cb->aio_resfd, &resfd, &s->resfd_e);
 		if (ret)
 			return ret;
 		s->resfd = resfd;
@@ -454,11 +423,10 @@ int shim__decode_fail(const struct iocb *cb, int ret, bool *fd_bad)
 
 void shim__decode_undo(struct shim_slot *s)
 {
-	/* io_submit runs with the caller's cancellation state: close is a
-	 * cancellation point. */
 	if (s->resfd >= 0)
-		(void)FSAIO__NOCANCEL(close(s->resfd));
+		shim__resfd_drop(s->resfd, s->resfd_e);
 	s->resfd = -1;
+	s->resfd_e = NULL;
 	if (s->iov != s->iov_inline)
 		free(s->iov);
 	s->iov = s->iov_inline;

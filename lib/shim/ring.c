@@ -176,11 +176,10 @@ static void publish_locked(struct shim_ctx *c, struct shim_slot *s, const struct
 		slot_push(c, s);
 }
 
-/* Put the held events in the ring: those without an eventfd in one round
- * of ctx->lock, then each with one by itself, signalled at once. As the
- * kernel does, an event is in the ring before its eventfd says so, and no
- * later than that; the dup taken at submit keeps the eventfd alive even if
- * the program closed its own descriptor. */
+/* Put the held events in the ring, in one round of ctx->lock. An event
+ * with an eventfd is signalled at the end of the engine's batch, after it
+ * is in the ring (resfd.c), and its reapers are woken after that write, as
+ * the kernel's aio_complete signals before it wakes. */
 static void publish_held(struct shim_held *h)
 {
 	struct shim_ctx *c = h->c;
@@ -190,25 +189,18 @@ static void publish_held(struct shim_held *h)
 		return;
 	h->n = 0;
 	pthread_mutex_lock(&c->lock);
-	for (unsigned i = 0; i < n; i++) {
-		if (h->resfd[i] < 0)
-			publish_locked(c, h->slot[i], &h->ev[i]);
-		else
-			nfd++;
-	}
-	pthread_mutex_unlock(&c->lock);
-	for (unsigned i = 0; nfd && i < n; i++) {
-		if (h->resfd[i] < 0)
-			continue;
-		pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < n; i++)
 		publish_locked(c, h->slot[i], &h->ev[i]);
-		pthread_mutex_unlock(&c->lock);
-		efd_signal(h->resfd[i]);
-		(void)FSAIO__NOCANCEL(close(h->resfd[i]));
-		fsaio__drive_need(c->engine, -1);
-		nfd--;
+	pthread_mutex_unlock(&c->lock);
+	for (unsigned i = 0; i < n; i++) {
+		if (h->resfd[i] >= 0) {
+			shim__resfd_signal(c, h->resfd[i], h->resfd_e[i]);
+			fsaio__drive_need(c->engine, -1);
+			nfd++;
+		}
 	}
-	shim__wake(c);
+	if (!nfd)
+		shim__wake(c);
 }
 
 /* The engine's completion callback: hold the event for shim__batch_done. */
@@ -224,6 +216,7 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 		.res2 = ev->res2,
 	};
 	int saved = errno, resfd = s->resfd;
+	struct shim_efd *resfd_e = s->resfd_e;
 
 	/* The kernel ends a cancelled poll with the events seen then: none. */
 	if (s->opcode == IOCB_CMD_POLL && ev->res == -ECANCELED) {
@@ -234,12 +227,14 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 		free(s->iov);
 	s->iov = s->iov_inline;
 	s->resfd = -1;
+	s->resfd_e = NULL;
 
 	if (h->n && (h->c != c || h->n == SHIM_HELD_MAX))
 		publish_held(h);
 	h->c = c;
 	h->slot[h->n] = s;
 	h->ev[h->n] = out;
+	h->resfd_e[h->n] = resfd_e;
 	h->resfd[h->n++] = resfd;
 	errno = saved;
 }
@@ -248,8 +243,8 @@ void shim__batch_done(void *arg)
 {
 	int saved = errno;
 
-	(void)arg;
 	publish_held(&held);
+	shim__resfd_flush(arg);
 	errno = saved;
 }
 

@@ -83,6 +83,7 @@ struct shim_slot {
 	uint64_t data;          /* iocb->aio_data, for io_event.data */
 	uint64_t obj;           /* the iocb's address, for io_event.obj and io_cancel */
 	int resfd;              /* our dup of aio_resfd, or -1 */
+	struct shim_efd *resfd_e; /* its cache entry (resfd.c), or NULL: our own dup */
 	uint16_t opcode;        /* IOCB_CMD_* */
 	uint32_t old_key;       /* aio_key before submit wrote 0: put back if the fd was bad */
 	bool busy;              /* ctx->lock: submitted and not yet completed */
@@ -91,6 +92,14 @@ struct shim_slot {
 	struct shim_slot *next_free; /* ctx->lock */
 	struct iovec *iov;      /* the copied vector: iov_inline or malloc'd */
 	struct iovec iov_inline[SHIM_IOV_INLINE];
+};
+
+/* A cached duplicate of an IOCB_FLAG_RESFD eventfd (resfd.c). */
+#define RESFD_CACHE 4
+struct shim_efd {
+	int fd;                 /* ctx->lock: the program's number for it */
+	int dup;                /* ctx->lock: ours, or -1 (entry free) */
+	_Atomic uint32_t users; /* requests holding it (see resfd.c) */
 };
 
 struct shim_ctx {
@@ -125,6 +134,7 @@ struct shim_ctx {
 	 * to change the mask and sleep atomically. Created on first use. */
 	_Atomic int efd;        /* -1 until then; set once under lock */
 	_Atomic uint32_t pwaiters; /* seq_cst, like waiters: ppoll sleepers */
+	struct shim_efd efds[RESFD_CACHE]; /* resfd.c */
 };
 
 /* ctx.c: the registry of live contexts. shim__get finds a live context and
@@ -134,6 +144,15 @@ struct shim_ctx *shim__get(io_context_t id);
 void shim__put(struct shim_ctx *c);
 /* Copy n bytes from or to the caller's memory: -EFAULT instead of a fault. */
 int shim__user_copy(void *dst, const void *src, size_t n, bool to_user);
+
+/* resfd.c: IOCB_FLAG_RESFD eventfds, held and signalled */
+int shim__resfd_take(struct shim_ctx *c, uint32_t fd, int *dup, struct shim_efd **entry);
+void shim__resfd_drop(int dup, struct shim_efd *e);
+void shim__resfd_signal(struct shim_ctx *c, int dup, struct shim_efd *e);
+void shim__resfd_flush(void *arg);      /* at the end of the batch-done hook */
+void shim__resfd_init(struct shim_ctx *c);
+void shim__resfd_fini(struct shim_ctx *c);
+pid_t shim__self_pid(void);             /* ctx.c: getpid, kept across fork */
 
 /* ring.c */
 void shim__complete(void *arg, const struct fsaio_event *ev);
@@ -152,6 +171,7 @@ struct shim_held {
 	struct shim_slot *slot[SHIM_HELD_MAX];
 	struct io_event ev[SHIM_HELD_MAX];
 	int resfd[SHIM_HELD_MAX];
+	struct shim_efd *resfd_e[SHIM_HELD_MAX];
 };
 void shim__batch_done(void *arg);
 
@@ -165,7 +185,7 @@ bool shim__user_ok(const void *p, uint64_t len);
 bool shim__user_ptr_ok(const void *p, uint64_t len);
 bool shim__fd_unusable(int fd);
 int shim__decode_head(const struct iocb *cb);
-int shim__decode_fd(struct shim_slot *s, const struct iocb *cb);
+int shim__decode_fd(struct shim_ctx *c, struct shim_slot *s, const struct iocb *cb);
 int shim__decode_op(struct shim_slot *s, const struct iocb *cb);
 int shim__decode_fail(const struct iocb *cb, int ret, bool *fd_bad);
 void shim__decode_undo(struct shim_slot *s);

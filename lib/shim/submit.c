@@ -37,7 +37,7 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct 
 	bool fd_bad;
 	int ret;
 
-	ret = shim__decode_fd(s, &cb);
+	ret = shim__decode_fd(c, s, &cb);
 	/* Its eventfd is read without io_getevents: the engine's thread must
 	 * bring its completion (undone by shim__slots_release or at the
 	 * event). */

@@ -11,9 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static char dir[PATH_MAX];
-static unsigned nfiles;
-
 const char *t_mode(void)
 {
 	const char *m = getenv("T_PX_MODE");
@@ -39,79 +36,16 @@ static const char *origin(void)
 
 void t_setup(void)
 {
-	const char *base = getenv("FSAIO_TEST_BUILDDIR");
 	const char *o = origin();
 
 	cr_assert_eq(strstr(o, "libfsaio-posixaio") != NULL, t_dropin(),
 		     "T_PX_MODE=%s but aio_read comes from %s", t_mode(), o);
-	snprintf(dir, sizeof(dir), "%s/px-test-XXXXXX", base ? base : ".");
-	cr_assert_not_null(mkdtemp(dir), "mkdtemp %s: %s", dir, strerror(errno));
-	nfiles = 0;
+	t_files_setup("px-test");
 }
 
 void t_teardown(void)
 {
-	char path[PATH_MAX + 32];
-
-	for (unsigned i = 0; i < nfiles; i++) {
-		snprintf(path, sizeof(path), "%s/f%u", dir, i);
-		unlink(path);
-	}
-	rmdir(dir);
-}
-
-const char *t_dir(void)
-{
-	return dir;
-}
-
-uint8_t t_byte(uint64_t off, unsigned seed)
-{
-	uint64_t x = (off >> 3) * 0x9e3779b97f4a7c15ull + seed * 0xbf58476d1ce4e5b9ull;
-
-	return (uint8_t)((x >> 29) ^ (x >> 47) ^ off);
-}
-
-void t_fill(void *buf, size_t len, uint64_t off, unsigned seed)
-{
-	uint8_t *p = buf;
-
-	for (size_t i = 0; i < len; i++)
-		p[i] = t_byte(off + i, seed);
-}
-
-void t_check(const void *buf, size_t len, uint64_t off, unsigned seed)
-{
-	const uint8_t *p = buf;
-
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != t_byte(off + i, seed))
-			cr_assert_fail("byte at file offset %llu is %#x, want %#x",
-				       (unsigned long long)(off + i), p[i], t_byte(off + i, seed));
-}
-
-int t_file_path(size_t size, unsigned seed, char *path, size_t pathlen)
-{
-	static char buf[65536];
-	int fd;
-
-	snprintf(path, pathlen, "%s/f%u", dir, nfiles++);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
-	for (size_t off = 0; off < size; off += sizeof(buf)) {
-		size_t n = size - off < sizeof(buf) ? size - off : sizeof(buf);
-
-		t_fill(buf, n, off, seed);
-		cr_assert_eq(pwrite(fd, buf, n, (off_t)off), (ssize_t)n);
-	}
-	return fd;
-}
-
-int t_file(size_t size, unsigned seed)
-{
-	char path[PATH_MAX + 32];
-
-	return t_file_path(size, seed, path, sizeof(path));
+	t_files_teardown();
 }
 
 void t_cold(int fd)

@@ -17,6 +17,8 @@
 #ifndef T_PX_H
 #define T_PX_H
 
+#include "../t_files.h"
+
 #include <aio.h>
 #ifdef T_NO_CRITERION
 #include "../t_runner.h"    /* ThreadSanitizer builds: see t_runner.h */
@@ -39,17 +41,9 @@ bool t_dropin(void);
 
 void t_setup(void);
 void t_teardown(void);
-const char *t_dir(void);
-
-/* A file of size bytes of the pattern of seed, O_RDWR, its pages cached. */
-int t_file(size_t size, unsigned seed);
-int t_file_path(size_t size, unsigned seed, char *path, size_t pathlen);
 /* Write back and drop the file's pages from the cache; assert it is cold. */
 void t_cold(int fd);
 
-uint8_t t_byte(uint64_t off, unsigned seed);
-void t_fill(void *buf, size_t len, uint64_t off, unsigned seed);
-void t_check(const void *buf, size_t len, uint64_t off, unsigned seed);
 
 /* Fill an aiocb (everything else zero, SIGEV_NONE). */
 void t_cb(struct aiocb *cb, int fd, void *buf, size_t len, off_t off, int op);

@@ -17,6 +17,8 @@
 #ifndef T_AIO_H
 #define T_AIO_H
 
+#include "../t_files.h"
+
 #ifdef T_NO_CRITERION
 #include "../t_runner.h"    /* ThreadSanitizer builds: see t_runner.h */
 #else
@@ -67,20 +69,11 @@ const char *t_mode(void);
 
 void t_setup(void);
 void t_teardown(void);
-const char *t_dir(void);
-
-/* A file of size bytes of the pattern of seed, O_RDWR, its pages cached. */
-int t_file(size_t size, unsigned seed);
-int t_file_path(size_t size, unsigned seed, char *path, size_t pathlen);
 /* Write back and drop the file's pages from the cache; assert it is cold. */
 void t_cold(int fd);
 /* Pages of [off, off+len) in the page cache (cachestat, or mincore). */
 uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len);
 
-uint8_t t_byte(uint64_t off, unsigned seed);
-void t_fill(void *buf, size_t len, uint64_t off, unsigned seed);
-/* Assert buf holds the pattern of file offset off. */
-void t_check(const void *buf, size_t len, uint64_t off, unsigned seed);
 
 io_context_t t_ctx(int nr);
 int t_submit1(io_context_t ctx, struct iocb *cb);

@@ -93,3 +93,74 @@ Test(resfd, caller_may_close_it)
 	close(fd);
 	close(other);
 }
+
+/* The number is looked up at each submit: once it names another eventfd,
+ * the events go there, and the first one gets nothing more. */
+Test(resfd, a_reused_number_names_the_new_eventfd)
+{
+	io_context_t ctx = t_ctx(8);
+	int fd = t_file(1 << 20, 33), efd = eventfd(0, EFD_NONBLOCK), first, second;
+	char buf[4096];
+	struct iocb cb;
+	struct io_event ev;
+
+	cr_assert_geq(efd, 0);
+	for (int round = 0; round < 3; round++) {
+		io_prep_pread(&cb, fd, buf, sizeof(buf), 4096 * round);
+		io_set_eventfd(&cb, efd);
+		T_EXPECT(t_submit1(ctx, &cb), 1);
+		t_reap(ctx, 1, &ev);
+		cr_assert_eq(efd_read(efd), 1);
+	}
+	/* Keep the first eventfd, put another at its number. */
+	first = dup(efd);
+	second = eventfd(0, EFD_NONBLOCK);
+	cr_assert(first >= 0 && second >= 0);
+	cr_assert_eq(dup2(second, efd), efd);
+	close(second);
+	t_cold(fd);
+	for (int round = 0; round < 3; round++) {
+		io_prep_pread(&cb, fd, buf, sizeof(buf), 4096 * (100 + round));
+		io_set_eventfd(&cb, efd);
+		T_EXPECT(t_submit1(ctx, &cb), 1);
+		t_reap(ctx, 1, &ev);
+		cr_assert_eq(ev.res, 4096);
+		cr_assert_eq(efd_read(efd), 1);
+		cr_assert_eq(efd_read(first), 0);
+	}
+	T_EXPECT(io_destroy(ctx), 0);
+	close(fd);
+	close(efd);
+	close(first);
+}
+
+/* More eventfds than a context keeps at hand, in turns: each counts
+ * exactly its own events. */
+Test(resfd, many_eventfds_in_turn)
+{
+	enum { NEFD = 7, PER = 5 };
+	io_context_t ctx = t_ctx(64);
+	int fd = t_file(1 << 20, 34), efd[NEFD];
+	static char buf[NEFD * PER][4096];
+	struct iocb cb[NEFD * PER], *list[NEFD * PER];
+	struct io_event ev[NEFD * PER];
+
+	for (int e = 0; e < NEFD; e++)
+		cr_assert_geq(efd[e] = eventfd(0, EFD_NONBLOCK), 0);
+	t_cold(fd);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < NEFD * PER; i++) {
+			io_prep_pread(&cb[i], fd, buf[i], 4096, 4096LL * (i + round * NEFD * PER));
+			io_set_eventfd(&cb[i], efd[(i + round) % NEFD]);
+			list[i] = &cb[i];
+		}
+		T_EXPECT(io_submit(ctx, NEFD * PER, list), NEFD * PER);
+		t_reap(ctx, NEFD * PER, ev);
+		for (int e = 0; e < NEFD; e++)
+			cr_assert_eq(efd_read(efd[e]), PER, "eventfd %d, round %d", e, round);
+	}
+	T_EXPECT(io_destroy(ctx), 0);
+	for (int e = 0; e < NEFD; e++)
+		close(efd[e]);
+	close(fd);
+}
