@@ -18,6 +18,11 @@
  * EOPNOTSUPP; some answer EINVAL) are remembered per fd. Their requests are
  * done inline with a plain call when the probe finds the whole range cached
  * (copying to or from cached pages), and go to the pool otherwise.
+ *
+ * Under fsaio__submit_lazy (nocancel.h) a read or write starts with the
+ * caller's cancellation enabled: every branch that hands the request on
+ * disables it first (fsaio__batch_nocancel); the inline attempt makes only
+ * raw system calls, which are not cancellation points.
  */
 #include <errno.h>
 #include <sys/stat.h>
@@ -120,6 +125,7 @@ static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	struct iovec tmp[INLINE_IOV];
 	bool sync = (fi.flags & FSAIO__FD_SYNC) || (r->rw_flags & (RWF_DSYNC | RWF_SYNC));
 
+	fsaio__batch_nocancel(b);
 	if ((ctx->flags & FSAIO_CTX_NO_PROBE) || (fsaio__is_write(r) && sync) ||
 	    !(fsaio__is_write(r) ? write_edges_cached(ctx, r) :
 	      fsaio__probe(ctx, r->fd, (uint64_t)r->offset + r->done_, total - r->done_) ==
@@ -170,6 +176,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	else
 		fsaio__stream_enter(ctx, r, fi);
 	if (ctx->flags & FSAIO_CTX_NO_INLINE) {
+		fsaio__batch_nocancel(b);
 		fsaio__miss(ctx, r, b);
 		return 0;
 	}
@@ -187,6 +194,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		return start_resident(ctx, r, fi, b);
 	if (!write && straight_to_ring(ctx, r, fi)) {
 		FSAIO__INC(ctx, straight_to_ring, 1);
+		fsaio__batch_nocancel(b);
 		fsaio__miss(ctx, r, b);
 		return 0;
 	}
@@ -197,6 +205,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);
 		fsaio__fd_missed(ctx, r->fd, fi);
+		fsaio__batch_nocancel(b);
 		fsaio__miss(ctx, r, b);
 		return 0;
 	}
@@ -225,6 +234,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			fsaio__fd_missed(ctx, r->fd, fi);
 			/* The NOWAIT miss started readahead of the range itself. */
 			r->hints_ |= FSAIO__HINT_KERNEL_RA;
+			fsaio__batch_nocancel(b);
 			fsaio__miss(ctx, r, b);
 			return 0;
 		}
@@ -246,6 +256,7 @@ static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 {
 	if (fsaio__is_rw(r))
 		return start_rw(ctx, r, fi, b);
+	fsaio__batch_nocancel(b);
 	if (r->opcode == FSAIO_OP_POLL)
 		return fsaio__poll_file(ctx, r, b);
 	fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: always a worker */

@@ -87,16 +87,21 @@ struct fsaio__ra {
 #define DEV_CACHE 16
 static _Atomic uint64_t dev_cache[DEV_CACHE];
 
+/* Reached from a submit that runs with the caller's cancellation enabled
+ * (fsaio__submit_lazy): open, read and close are cancellation points. */
 static long read_kb(const char *path)
 {
 	char buf[32];
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int cs = fsaio__nocancel_begin(), fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (fd < 0) {
+		fsaio__nocancel_end(cs);
 		return -1;
+	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
+	fsaio__nocancel_end(cs);
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;

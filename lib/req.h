@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "fsaio.h"
+#include "nocancel.h"
 
 #define FSAIO__API __attribute__((visibility("default")))
 #define FSAIO__IOV_MAX 1024
@@ -40,10 +41,22 @@ static inline void fsaio__state_set(struct fsaio_req *r, uint32_t s)
 
 /* Inline completions of one submit call, posted together at its end. */
 #define FSAIO__BATCH 32
+/* fsaio__batch.cs when the submitter has not disabled cancellation (yet);
+ * otherwise it holds the caller's state, to be put back at the end. */
+#define FSAIO__CS_LAZY (-1)
 struct fsaio__batch {
 	unsigned n;
+	int cs;                 /* the submitter's: FSAIO__CS_LAZY or a PTHREAD_CANCEL_* */
 	struct fsaio_event ev[FSAIO__BATCH];
 };
+
+/* Before a step that may reach a cancellation point: disable cancellation
+ * for the rest of the submit call, unless that is done already. */
+static inline void fsaio__batch_nocancel(struct fsaio__batch *b)
+{
+	if (b && b->cs == FSAIO__CS_LAZY)
+		b->cs = fsaio__nocancel_begin();
+}
 
 /* The kernel's bytes_done rule: progress wins over a later error; only a
  * request that did nothing reports the error. Cancel is the exception and

@@ -120,6 +120,8 @@ static int dispatch(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 		ret = fsaio__methods[fi.kind]->start(ctx, r, fi, b);
 		if (ret != FSAIO__RESTART)
 			return ret;
+		/* The file may be of another kind now. */
+		fsaio__batch_nocancel(b);
 		ret = fsaio__fd_recheck(ctx, r, &fi);
 		if (ret)
 			return ret;
@@ -144,7 +146,10 @@ static bool reserve(struct fsaio_ctx *ctx)
 	return true;
 }
 
-static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
+/* cs: FSAIO__CS_LAZY when the caller's cancellation is still enabled and
+ * is to be disabled only before a step that may reach a cancellation point
+ * (nocancel.h), or any other value when the caller disabled it. */
+static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int cs)
 {
 	struct fsaio__batch b;
 	int saved = errno, ret = 0;
@@ -157,6 +162,7 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 	if (nr > INT_MAX)
 		nr = INT_MAX;
 	b.n = 0;
+	b.cs = cs;
 	for (i = 0; i < nr; i++) {
 		struct fsaio_req *r = reqs[i];
 		struct fsaio__fdinfo fi;
@@ -176,6 +182,10 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 		r->done_ = 0;
 		r->next_ = r->prev_ = NULL;
 		fsaio__state_set(r, FSAIO__INLINE);
+		/* method_file.c disables cancellation itself on the paths
+		 * that need it; the other methods are not audited for it. */
+		if (fi.kind != FSAIO__KIND_FILE || !fsaio__is_rw(r))
+			fsaio__batch_nocancel(&b);
 		ret = dispatch(ctx, r, fi, &b);
 		if (ret) {
 			fsaio__state_set(r, FSAIO__IDLE);
@@ -185,6 +195,8 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 		FSAIO__INC(ctx, requests, 1);
 	}
 	fsaio__uring_flush(ctx);
+	if (cs == FSAIO__CS_LAZY && b.cs != FSAIO__CS_LAZY)
+		fsaio__nocancel_end(b.cs);
 	fsaio__batch_flush(ctx, &b);
 	errno = saved;
 	return i ? (int)i : ret;
@@ -192,7 +204,12 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 
 FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 {
-	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr));
+	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE));
+}
+
+int fsaio__submit_lazy(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
+{
+	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY);
 }
 
 static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)

@@ -8,18 +8,29 @@
  * could on the kernel (ring->nr - 1). The io_context_t is the ring's
  * address.
  *
- * Every call looks its context up in a registry (a hash of live contexts
- * under one mutex) and holds a reference while it runs, so an unknown,
- * destroyed or forked-away context is -EINVAL without any memory of it
- * being touched. io_destroy takes the context out of the registry, wakes
- * its sleepers (they return -EINVAL), waits for the calls still running,
- * cancels pending polls as the kernel does, waits for every request still
- * in flight to complete (reads fill their buffers, writes reach the file),
- * and only then destroys the engine context and unmaps the ring.
+ * Every call looks its context up in a registry and holds a reference
+ * while it runs, so an unknown, destroyed or forked-away context is -EINVAL
+ * without any memory of it being touched. The lookup takes no lock: the
+ * registry is a fixed array of hash chains of entries (struct reg_node)
+ * that are never freed and never leave their chain; a destroyed context's
+ * entry is reused by a later context of the same bucket. A call finds the
+ * entry whose key is its io_context_t, counts itself in the entry's refs,
+ * and then reads the key again: still its own, the context is live and
+ * stays so until the call leaves; changed, it leaves again. io_destroy
+ * clears the key before it waits for refs to reach 0; both sides use
+ * sequentially consistent atomics, so either the call sees the cleared key
+ * or io_destroy sees the call. Setup, destroy and the choice of an entry
+ * are serialised by reg_lock, which no call takes.
+ *
+ * io_destroy then wakes the context's sleepers (they return -EINVAL),
+ * waits for the calls still running, cancels pending polls as the kernel
+ * does, waits for every request still in flight to complete (reads fill
+ * their buffers, writes reach the file), and only then destroys the engine
+ * context and unmaps the ring.
  *
  * fork(): the kernel does not copy aio contexts into the child. The ring is
  * MADV_DONTFORK (the child has no mapping there, as with the kernel's ring),
- * and a pthread_atfork child handler empties the registry, so the child's
+ * and a pthread_atfork child handler clears every entry, so the child's
  * calls on the parent's contexts return -EINVAL. Their memory is left as
  * it is in the child: the engine state belongs to threads that the child
  * does not have.
@@ -41,8 +52,21 @@
 #define REG_BUCKETS 256
 #define RING_PAGE 4096u
 
+/* One registry entry; see DESIGN. Aligned to a cache line, so that calls on
+ * different contexts do not share the line their refs live on. */
+struct reg_node {
+	_Atomic uintptr_t key;          /* seq_cst: the live context's ring address, 0 when none;
+					 * written under reg_lock */
+	struct shim_ctx *ctx;           /* reg_lock; read by a call once it has seen key */
+	_Atomic uint32_t refs;          /* seq_cst: calls holding ctx through this entry */
+	bool used;                      /* reg_lock: taken by a context not yet fully destroyed */
+	struct reg_node *next;          /* immutable once the entry is published */
+} __attribute__((aligned(64)));
+
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct shim_ctx *reg_table[REG_BUCKETS];  /* reg_lock */
+/* Chain heads: a new entry is pushed with release under reg_lock, read with
+ * acquire by any call. */
+static struct reg_node *_Atomic reg_table[REG_BUCKETS];
 static uint64_t reg_events;     /* reg_lock: nr_events of live contexts, against aio-max-nr */
 static uint32_t reg_next_id;    /* reg_lock: ring->id of the next context */
 
@@ -73,8 +97,16 @@ static void on_fork_parent(void)
 static void on_fork_child(void)
 {
 	atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
-	/* The child owns none of the parent's contexts. */
-	memset(reg_table, 0, sizeof(reg_table));
+	/* The child owns none of the parent's contexts, and none of the calls
+	 * that the parent's other threads were making. */
+	for (unsigned b = 0; b < REG_BUCKETS; b++) {
+		for (struct reg_node *n = atomic_load(&reg_table[b]); n; n = n->next) {
+			atomic_store(&n->key, 0);
+			atomic_store(&n->refs, 0);
+			n->ctx = NULL;
+			n->used = false;
+		}
+	}
 	reg_events = 0;
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -139,32 +171,39 @@ static void init(void)
 	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
+/* Leave an entry a call counted itself in (key: the id it looked up). The
+ * last call out of a dying context lets io_destroy go on; the entry outlives
+ * the context, so reading it after the decrement is safe, and a wake that
+ * reaches a later user of the entry is only a spurious one. */
+static void node_put(struct reg_node *n, uintptr_t key)
+{
+	if (atomic_fetch_sub(&n->refs, 1) == 1 && atomic_load(&n->key) != key)
+		syscall(SYS_futex, &n->refs, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 struct shim_ctx *shim__get(io_context_t id)
 {
-	struct shim_ctx *c;
+	uintptr_t key = (uintptr_t)id;
+	struct reg_node *n;
 
-	if (!id)
+	if (!key)
 		return NULL;
-	pthread_mutex_lock(&reg_lock);
-	for (c = reg_table[bucket(id)]; c; c = c->hnext)
-		if ((void *)c->ring == (void *)id)
-			break;
-	if (c)
-		atomic_fetch_add(&c->refs, 1);
-	pthread_mutex_unlock(&reg_lock);
-	return c;
+	n = atomic_load_explicit(&reg_table[bucket(id)], memory_order_acquire);
+	for (; n; n = n->next) {
+		if (atomic_load_explicit(&n->key, memory_order_relaxed) != key)
+			continue;
+		atomic_fetch_add(&n->refs, 1);
+		if (atomic_load(&n->key) == key)
+			return n->ctx;
+		/* Destroyed meanwhile (and the entry perhaps reused). */
+		node_put(n, key);
+	}
+	return NULL;
 }
 
 void shim__put(struct shim_ctx *c)
 {
-	/* The last call out of a dying context lets io_destroy go on. dead is
-	 * read before the decrement: after it io_destroy may free c (the wake
-	 * only names the address). One that went dead in between is seen by
-	 * io_destroy's bounded wait. */
-	bool dying = atomic_load(&c->dead);
-
-	if (atomic_fetch_sub(&c->refs, 1) == 1 && dying)
-		syscall(SYS_futex, &c->refs, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	node_put(c->node, (uintptr_t)c->ring);
 }
 
 /* Read or write a word of the caller's memory without faulting: the kernel
@@ -213,6 +252,29 @@ static void ctx_free(struct shim_ctx *c)
 	pthread_mutex_destroy(&c->cancel_lock);
 	free(c->slots);
 	free(c);
+}
+
+/* A free entry in ring's chain, or a new one pushed onto it; reg_lock held. */
+static struct reg_node *node_take(const void *ring)
+{
+	_Atomic(struct reg_node *) *head = &reg_table[bucket(ring)];
+	struct reg_node *n;
+
+	for (n = atomic_load_explicit(head, memory_order_relaxed); n; n = n->next)
+		if (!n->used)
+			break;
+	if (!n) {
+		n = aligned_alloc(64, sizeof(*n));
+		if (!n)
+			return NULL;
+		memset(n, 0, sizeof(*n));
+		atomic_init(&n->key, 0);
+		atomic_init(&n->refs, 0);
+		n->next = atomic_load_explicit(head, memory_order_relaxed);
+		atomic_store_explicit(head, n, memory_order_release);
+	}
+	n->used = true;
+	return n;
 }
 
 int shim__io_setup(int nr_events, io_context_t *ctxp)
@@ -276,7 +338,7 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 	ret = fsaio_ctx_create(&p, &c->engine);
 	if (ret)
 		goto fail;
-	fsaio__set_batch_done(c->engine, shim__resfd_flush);
+	fsaio__set_batch_done(c->engine, shim__batch_done);
 
 	c->ring->nr = ring_nr;
 	c->ring->magic = SHIM_RING_MAGIC;
@@ -290,17 +352,25 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 		ret = -EAGAIN;
 		goto fail;
 	}
+	c->node = node_take(c->ring);
+	if (!c->node) {
+		pthread_mutex_unlock(&reg_lock);
+		ret = -ENOMEM;
+		goto fail;
+	}
 	reg_events += c->nr_events;
 	c->ring->id = reg_next_id++;
 	old = (io_context_t)c->ring;
 	ret = shim__user_copy(ctxp, &old, sizeof(old), true);
 	if (ret) {
 		reg_events -= c->nr_events;
+		c->node->used = false;
 		pthread_mutex_unlock(&reg_lock);
 		goto fail;
 	}
-	c->hnext = reg_table[bucket(c->ring)];
-	reg_table[bucket(c->ring)] = c;
+	c->node->ctx = c;
+	/* Publishes c: a call that reads this key reads c whole. */
+	atomic_store(&c->node->key, (uintptr_t)c->ring);
 	pthread_mutex_unlock(&reg_lock);
 	return 0;
 
@@ -345,36 +415,38 @@ static void wait_change(struct shim_ctx *c, _Atomic uint32_t *word, uint32_t see
 
 int shim__io_destroy(io_context_t id)
 {
-	struct shim_ctx *c, **pp;
+	struct shim_ctx *c = NULL;
+	struct reg_node *n;
 	const char *stats;
 	uint32_t v;
 
 	if (!id)
 		return -EINVAL;
 	pthread_mutex_lock(&reg_lock);
-	for (pp = &reg_table[bucket(id)]; (c = *pp); pp = &c->hnext)
-		if ((void *)c->ring == (void *)id)
+	for (n = atomic_load_explicit(&reg_table[bucket(id)], memory_order_relaxed); n;
+	     n = n->next)
+		if (atomic_load_explicit(&n->key, memory_order_relaxed) == (uintptr_t)id)
 			break;
-	if (c) {
-		*pp = c->hnext;
+	if (n) {
+		c = n->ctx;
+		atomic_store(&n->key, 0);
 		reg_events -= c->nr_events;
 	}
 	pthread_mutex_unlock(&reg_lock);
-	if (!c)
+	if (!n)
 		return -EINVAL;
 
 	/* Nobody finds it any more; wake those who sleep on it and wait for
 	 * every call in progress to leave. */
 	atomic_store(&c->dead, 1);
 	shim__wake(c);
-	while ((v = atomic_load(&c->refs)) != 0) {
-		/* Bounded: a call that read dead before it was set leaves
-		 * without a wake (shim__put), and one waiting in the engine's
-		 * ring is kicked out of it each time round. */
+	while ((v = atomic_load(&n->refs)) != 0) {
+		/* Bounded: the last call out wakes us, but one waiting in
+		 * the engine's ring is kicked out of it each time round. */
 		struct timespec ms = { 0, 1000000 };
 
 		fsaio__uring_kick(c->engine);
-		syscall(SYS_futex, &c->refs, FUTEX_WAIT_PRIVATE, v, &ms, NULL, 0);
+		syscall(SYS_futex, &n->refs, FUTEX_WAIT_PRIVATE, v, &ms, NULL, 0);
 	}
 
 	/* The kernel cancels what can be cancelled (polls) and waits for the
@@ -412,5 +484,10 @@ int shim__io_destroy(io_context_t id)
 	fsaio_ctx_destroy(c->engine);
 	shim__resfd_fini(c);
 	ctx_free(c);
+	/* Only now may a new context take the entry. */
+	pthread_mutex_lock(&reg_lock);
+	n->ctx = NULL;
+	n->used = false;
+	pthread_mutex_unlock(&reg_lock);
 	return 0;
 }

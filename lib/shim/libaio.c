@@ -11,7 +11,9 @@
  *
  * Every entry point returns a count, 0 or -errno directly (libaio's
  * convention, the raw syscall's) and leaves errno as the caller had it.
- * None is a cancellation point, as none of the syscalls is (nocancel.h).
+ * None is a cancellation point, as none of the syscalls is (nocancel.h):
+ * cancellation is disabled for the whole call, or, on the paths of
+ * io_submit and io_getevents, only around the steps that may be one.
  * The compat forms call the static implementations, not the exported
  * names, so a program's own io_* cannot be interposed between them.
  *
@@ -78,37 +80,37 @@ SHIM_API int io_destroy(io_context_t ctx)
 	return io_destroy_impl(ctx);
 }
 
+/* io_submit disables cancellation only around its steps that may be
+ * cancellation points (submit.c). */
 SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
 {
 	struct shim_ctx *c;
-	int saved = errno, cs;
+	int saved = errno;
 	long ret;
 
 	c = shim__get(ctx);
 	if (!c)
 		return (int)KERNEL(SYS_io_submit, ctx, nr, ios, 0, 0, 0);
-	cs = fsaio__nocancel_begin();
 	ret = shim__submit(c, nr, ios);
 	shim__put(c);
-	fsaio__nocancel_end(cs);
 	errno = saved;
 	return (int)ret;
 }
 
+/* Without a signal mask, getevents sleeps on a futex (syscall(2), no
+ * cancellation point) and makes no other call that is one. */
 int shim__io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
 		       struct timespec *timeout)
 {
 	struct shim_ctx *c;
-	int saved = errno, cs;
+	int saved = errno;
 	long ret;
 
 	c = shim__get(ctx);
 	if (!c)
 		return (int)KERNEL(SYS_io_getevents, ctx, min_nr, nr, events, timeout, 0);
-	cs = fsaio__nocancel_begin();
 	ret = shim__getevents(c, min_nr, nr, events, timeout, NULL);
 	shim__put(c);
-	fsaio__nocancel_end(cs);
 	errno = saved;
 	return (int)ret;
 }
@@ -150,7 +152,7 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 			   struct timespec *timeout, sigset_t *sigmask)
 {
 	struct shim_ctx *c;
-	int saved = errno, cs;
+	int saved = errno, cs = PTHREAD_CANCEL_DISABLE;
 	long ret;
 
 	c = shim__get(ctx);
@@ -160,10 +162,13 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 
 		return (int)KERNEL(SYS_io_pgetevents, ctx, min_nr, nr, events, timeout, &ss);
 	}
-	cs = fsaio__nocancel_begin();
+	/* With a mask it may sleep in ppoll and read an eventfd. */
+	if (sigmask)
+		cs = fsaio__nocancel_begin();
 	ret = shim__getevents(c, min_nr, nr, events, timeout, sigmask);
 	shim__put(c);
-	fsaio__nocancel_end(cs);
+	if (sigmask)
+		fsaio__nocancel_end(cs);
 	errno = saved;
 	return (int)ret;
 }

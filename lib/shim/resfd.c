@@ -20,6 +20,9 @@
  * cache entry's user is let go only after its write, so its descriptor is
  * never closed before.
  *
+ * io_submit runs with the caller's cancellation enabled (submit.c): the
+ * closes and writes here disable it around themselves.
+ *
  * Locks: the cache's entries change under ctx->lock; an entry's users is
  * atomic, raised under ctx->lock and lowered without it (an entry is
  * reused only at 0, under the lock). The pending list is the thread's own.
@@ -65,7 +68,7 @@ static int vet_and_dup(uint32_t fd, int *out)
 	*out = dup;
 	return 0;
 notefd:
-	close(dup);
+	(void)FSAIO__NOCANCEL(close(dup));
 	return -EINVAL;
 }
 
@@ -135,7 +138,7 @@ int shim__resfd_take(struct shim_ctx *c, uint32_t fd, int *dup, struct shim_efd 
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (old >= 0)
-		close(old);
+		(void)FSAIO__NOCANCEL(close(old));
 	return 0;
 }
 
@@ -145,7 +148,7 @@ static void release(int dup, struct shim_efd *e, uint32_t n)
 	if (e)
 		atomic_fetch_sub(&e->users, n);
 	else
-		close(dup);
+		(void)FSAIO__NOCANCEL(close(dup));
 }
 
 void shim__resfd_drop(int dup, struct shim_efd *e)
@@ -169,7 +172,7 @@ static void write_one(struct pending *p)
 
 	/* An eventfd write fails only when the counter would overflow, and
 	 * then the reader is awake already. */
-	if (write(p->dup, &v, sizeof(v)) < 0)
+	if (FSAIO__NOCANCEL(write(p->dup, &v, sizeof(v))) < 0)
 		v = 0;
 	release(p->dup, p->e, p->n);
 }

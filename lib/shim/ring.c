@@ -3,8 +3,9 @@
  * DESIGN: the completion ring and waiting for it.
  *
  * Completions are published in the kernel's struct aio_ring layout: the
- * engine's callback (any thread) writes the io_event at tail and stores the
- * new tail with release under ctx->lock; reapers load tail with acquire,
+ * engine's callback (any thread) holds each event, and its batch-done hook
+ * writes the batch's io_events at tail and stores the new tail with
+ * release under ctx->lock; reapers load tail with acquire,
  * copy, and store head with release. io_getevents reaps under
  * ctx->reap_lock; a program may also reap by itself, as it can from the
  * kernel's ring, without any lock (like the kernel, we trust only
@@ -70,14 +71,16 @@ static void slot_push(struct shim_ctx *c, struct shim_slot *s)
 	c->free = s;
 }
 
-/* Reserve a slot for one request, crediting back what reapers consumed
- * (the kernel's user_refill_reqs_available). false: the context is full. */
-bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out)
+/* Reserve up to n slots, one per request, in one round of ctx->lock,
+ * crediting back what reapers consumed (the kernel's
+ * user_refill_reqs_available). Returns how many; fewer: the context is full. */
+unsigned shim__take_slots(struct shim_ctx *c, unsigned n, struct shim_slot **out)
 {
+	unsigned got = 0;
 	struct shim_slot *s;
 
 	pthread_mutex_lock(&c->lock);
-	if (!c->avail) {
+	if (c->avail < n) {
 		struct shim_ring *r = c->ring;
 		uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire) % r->nr;
 		uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
@@ -89,29 +92,34 @@ bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out)
 			c->unsettled = in_ring;
 		}
 	}
-	if (!c->avail || !(s = slot_pop(c))) {
-		pthread_mutex_unlock(&c->lock);
-		return false;
+	while (got < n && c->avail && (s = slot_pop(c))) {
+		c->avail--;
+		c->in_flight++;
+		s->busy = true;
+		s->obj = 0;     /* io_cancel finds it only once it is prepared */
+		out[got++] = s;
 	}
-	c->avail--;
-	c->in_flight++;
-	s->busy = true;
 	pthread_mutex_unlock(&c->lock);
-	*out = s;
-	return true;
+	return got;
 }
 
-/* Give back a slot whose request was never accepted by the engine. */
-void shim__slot_release(struct shim_ctx *c, struct shim_slot *s)
+/* Give back n slots whose requests were never accepted by the engine. */
+void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned n)
 {
-	if (s->resfd >= 0)
-		fsaio__drive_need(c->engine, -1);
-	shim__decode_undo(s);
+	if (!n)
+		return;
+	for (unsigned i = 0; i < n; i++) {
+		if (slots[i]->resfd >= 0)
+			fsaio__drive_need(c->engine, -1);
+		shim__decode_undo(slots[i]);
+	}
 	pthread_mutex_lock(&c->lock);
-	s->busy = false;
-	c->avail++;
-	c->in_flight--;
-	slot_push(c, s);
+	for (unsigned i = 0; i < n; i++) {
+		slots[i]->busy = false;
+		c->avail++;
+		c->in_flight--;
+		slot_push(c, slots[i]);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -125,8 +133,10 @@ static void efd_signal(int fd)
 	uint64_t one = 1;
 
 	/* An eventfd write of 1 fails only when the counter is about to
-	 * overflow, and then the reader is already awake. */
-	if (write(fd, &one, sizeof(one)) < 0)
+	 * overflow, and then the reader is already awake. Callers may run
+	 * with cancellation enabled (io_submit): write is a cancellation
+	 * point. */
+	if (FSAIO__NOCANCEL(write(fd, &one, sizeof(one))) < 0)
 		return;
 }
 
@@ -142,12 +152,63 @@ void shim__wake(struct shim_ctx *c)
 		efd_signal(efd);
 }
 
-/* The engine's completion callback: publish the event in the ring. */
+/* Completions called back in this thread and not yet in the ring: the
+ * engine calls shim__complete for each of a batch and then
+ * shim__batch_done, in the same thread (any thread: the submitter for
+ * inline ones, a worker, the ring's), so a batch costs one round of
+ * ctx->lock and one wake-up. Thread-local: nothing else touches it. */
+static __thread struct shim_held held;
+
+/* Write one event at tail and retire its slot; ctx->lock held. */
+static void publish_locked(struct shim_ctx *c, struct shim_slot *s, const struct io_event *ev)
+{
+	struct shim_ring *r = c->ring;
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	r->io_events[tail] = *ev;
+	atomic_store_explicit(&r->tail, (tail + 1) % r->nr, memory_order_release);
+	c->unsettled++;
+	c->in_flight--;
+	s->busy = false;
+	if (s->pinned)
+		s->free_on_unpin = true;
+	else
+		slot_push(c, s);
+}
+
+/* Put the held events in the ring, in one round of ctx->lock. An event
+ * with an eventfd is signalled at the end of the engine's batch, after it
+ * is in the ring (resfd.c), and its reapers are woken after that write, as
+ * the kernel's aio_complete signals before it wakes. */
+static void publish_held(struct shim_held *h)
+{
+	struct shim_ctx *c = h->c;
+	unsigned n = h->n, nfd = 0;
+
+	if (!n)
+		return;
+	h->n = 0;
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < n; i++)
+		publish_locked(c, h->slot[i], &h->ev[i]);
+	pthread_mutex_unlock(&c->lock);
+	for (unsigned i = 0; i < n; i++) {
+		if (h->resfd[i] >= 0) {
+			shim__resfd_signal(c, h->resfd[i], h->resfd_e[i]);
+			fsaio__drive_need(c->engine, -1);
+			nfd++;
+		}
+	}
+	if (!nfd)
+		shim__wake(c);
+}
+
+/* The engine's completion callback: hold the event for shim__batch_done. */
 void shim__complete(void *arg, const struct fsaio_event *ev)
 {
 	struct shim_ctx *c = arg;
 	struct shim_slot *s = ev->user_data;
-	struct shim_ring *r = c->ring;
+	struct shim_held *h = &held;
 	struct io_event out = {
 		.data = s->data,
 		.obj = s->obj,
@@ -156,7 +217,6 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 	};
 	int saved = errno, resfd = s->resfd;
 	struct shim_efd *resfd_e = s->resfd_e;
-	uint32_t tail;
 
 	/* The kernel ends a cancelled poll with the events seen then: none. */
 	if (s->opcode == IOCB_CMD_POLL && ev->res == -ECANCELED) {
@@ -169,29 +229,22 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 	s->resfd = -1;
 	s->resfd_e = NULL;
 
-	pthread_mutex_lock(&c->lock);
-	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	r->io_events[tail] = out;
-	atomic_store_explicit(&r->tail, (tail + 1) % r->nr, memory_order_release);
-	c->unsettled++;
-	c->in_flight--;
-	s->busy = false;
-	if (s->pinned)
-		s->free_on_unpin = true;
-	else
-		slot_push(c, s);
-	pthread_mutex_unlock(&c->lock);
+	if (h->n && (h->c != c || h->n == SHIM_HELD_MAX))
+		publish_held(h);
+	h->c = c;
+	h->slot[h->n] = s;
+	h->ev[h->n] = out;
+	h->resfd_e[h->n] = resfd_e;
+	h->resfd[h->n++] = resfd;
+	errno = saved;
+}
 
-	/* As the kernel does: the event is in the ring before the eventfd
-	 * says so (written at the end of the engine's batch, resfd.c). The
-	 * dup taken at submit keeps the eventfd alive even if the program
-	 * closed its own descriptor. */
-	if (resfd >= 0) {
-		shim__resfd_signal(c, resfd, resfd_e);
-		fsaio__drive_need(c->engine, -1);
-	} else {
-		shim__wake(c);
-	}
+void shim__batch_done(void *arg)
+{
+	int saved = errno;
+
+	publish_held(&held);
+	shim__resfd_flush(arg);
 	errno = saved;
 }
 

@@ -10,15 +10,16 @@
  *
  * Threads: any number of program threads call in on one context at once;
  * the engine's workers (and the submitter, for inline hits, and destroy)
- * run the completion callback shim__complete().
+ * run the completion callback shim__complete() and, after each batch of
+ * them, shim__batch_done(), which puts the batch in the ring.
  *
  * Locks, outer first:
- *   shim registry lock (ctx.c) -> nothing: it is a leaf, held only to find
- *       a context and take a reference.
+ *   shim registry lock (ctx.c) -> nothing: it is a leaf, held by io_setup
+ *       and io_destroy only; calls find their context without it.
  *   ctx->cancel_lock -> engine locks -> ctx->lock
  *   ctx->reap_lock -> ctx->lock (a reaper refilling nothing: only the
  *       submit path takes ctx->lock to credit reaped slots back)
- * ctx->lock is taken by the completion callback, which the engine may call
+ * ctx->lock is taken by the batch-done hook, which the engine may call
  * with its own locks held, so nothing calls into the engine while holding
  * ctx->lock.
  */
@@ -51,7 +52,7 @@ typedef struct io_context *io_context_t;
 
 /* The kernel's struct aio_ring: a 32-byte header, then nr io_events.
  * head is advanced by whoever reaps (io_getevents here, or the program
- * itself); tail only by shim__complete() under ctx->lock. Both are stored
+ * itself); tail only by shim__batch_done() under ctx->lock. Both are stored
  * with release and loaded with acquire, so an event's contents are visible
  * before the index that publishes it. */
 struct shim_ring {
@@ -75,7 +76,8 @@ _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "ring indices keep 
  * The fields marked ctx->lock say whether the slot is free; the others
  * belong to whoever holds the slot: the submitting thread until the engine
  * accepts the request, then the engine until it calls shim__complete(),
- * which reads them before it gives the slot back under ctx->lock. */
+ * which reads them; the slot goes back under ctx->lock in the batch-done
+ * hook that follows. */
 struct shim_slot {
 	struct fsaio_req req;   /* user_data points back at the slot */
 	uint64_t data;          /* iocb->aio_data, for io_event.data */
@@ -106,9 +108,8 @@ struct shim_ctx {
 	uint32_t nr_events;     /* immutable: what io_setup was asked for */
 	uint32_t capacity;      /* immutable: ring->nr - 1, the kernel's reqs_available */
 	fsaio_ctx_t *engine;    /* immutable after setup */
-	struct shim_ctx *hnext; /* registry lock: hash chain */
+	struct reg_node *node;  /* immutable after setup: its registry entry (ctx.c) */
 
-	_Atomic uint32_t refs;  /* calls in progress on the context (registry lookups) */
 	_Atomic uint32_t dead;  /* set once by io_destroy: new waits return -EINVAL */
 
 	pthread_mutex_t lock;
@@ -136,7 +137,9 @@ struct shim_ctx {
 	struct shim_efd efds[RESFD_CACHE]; /* resfd.c */
 };
 
-/* ctx.c: the registry of live contexts */
+/* ctx.c: the registry of live contexts. shim__get finds a live context and
+ * counts the call in it (NULL: unknown); shim__put ends that. */
+struct reg_node;
 struct shim_ctx *shim__get(io_context_t id);
 void shim__put(struct shim_ctx *c);
 /* Copy n bytes from or to the caller's memory: -EFAULT instead of a fault. */
@@ -146,7 +149,7 @@ int shim__user_copy(void *dst, const void *src, size_t n, bool to_user);
 int shim__resfd_take(struct shim_ctx *c, uint32_t fd, int *dup, struct shim_efd **entry);
 void shim__resfd_drop(int dup, struct shim_efd *e);
 void shim__resfd_signal(struct shim_ctx *c, int dup, struct shim_efd *e);
-void shim__resfd_flush(void *arg);      /* the engine's batch-done hook */
+void shim__resfd_flush(void *arg);      /* at the end of the batch-done hook */
 void shim__resfd_init(struct shim_ctx *c);
 void shim__resfd_fini(struct shim_ctx *c);
 pid_t shim__self_pid(void);             /* ctx.c: getpid, kept across fork */
@@ -156,8 +159,21 @@ void shim__complete(void *arg, const struct fsaio_event *ev);
 void shim__wake(struct shim_ctx *c);
 long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *events,
 		     const struct timespec *timeout, const sigset_t *sigmask);
-void shim__slot_release(struct shim_ctx *c, struct shim_slot *s);
-bool shim__take_slot(struct shim_ctx *c, struct shim_slot **out);
+void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned n);
+unsigned shim__take_slots(struct shim_ctx *c, unsigned n, struct shim_slot **out);
+
+/* Completions called back in one thread, put in the ring together by
+ * shim__batch_done (ring.c). */
+#define SHIM_HELD_MAX 64
+struct shim_held {
+	struct shim_ctx *c;
+	unsigned n;
+	struct shim_slot *slot[SHIM_HELD_MAX];
+	struct io_event ev[SHIM_HELD_MAX];
+	int resfd[SHIM_HELD_MAX];
+	struct shim_efd *resfd_e[SHIM_HELD_MAX];
+};
+void shim__batch_done(void *arg);
 
 /* decode.c: judging an iocb (no context needed, for the fuzz target too).
  * decode_head before a slot is taken; decode_fd, then (aio_key written)

@@ -9,6 +9,11 @@
  * address range (the iocbpp array, an iocb) is -EFAULT as the kernel's
  * copy_from_user gives it, judged by its value alone.
  *
+ * io_submit runs with the caller's cancellation state, as none of its
+ * usual steps is a cancellation point: the few that may be (closing a
+ * RESFD dup, signalling an eventfd, the engine's hand-offs) disable it
+ * around themselves (fsaio__submit_lazy, FSAIO__NOCANCEL).
+ *
  * The iocbs of one call are prepared up to the first bad one and handed to
  * the engine in batches; the engine attempts each inline in this thread, so
  * a request whose data is cached, and every buffered write to a regular
@@ -25,33 +30,23 @@
 
 #define BATCH 32
 
-/* Judge one iocb and fill a slot for it. On success *out holds the slot. */
-static int prepare(struct shim_ctx *c, struct iocb *ucb, struct shim_slot **out)
+/* Judge iocb cb (the copy of ucb, its head already judged) and fill slot s
+ * for it (taken by the caller, who gives it back if this fails). */
+static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct shim_slot *s)
 {
-	struct iocb cb;
-	struct shim_slot *s;
 	bool fd_bad;
 	int ret;
 
-	if (!shim__user_ptr_ok(ucb, sizeof(cb)))
-		return -EFAULT;
-	memcpy(&cb, ucb, sizeof(cb));
-	ret = shim__decode_head(&cb);
-	if (ret)
-		return ret;
-	if (!shim__take_slot(c, &s))
-		return -EAGAIN;
 	ret = shim__decode_fd(c, s, &cb);
 	/* Its eventfd is read without io_getevents: the engine's thread must
-	 * bring its completion (undone by shim__slot_release or at the
+	 * bring its completion (undone by shim__slots_release or at the
 	 * event). */
 	if (s->resfd >= 0)
 		fsaio__drive_need(c->engine, 1);
 	if (ret) {
 		/* Before aio_key is written: it stays as it was. */
 		shim__decode_fail(&cb, ret, &fd_bad);
-		ret = fd_bad ? -EBADF : ret;
-		goto bad;
+		return fd_bad ? -EBADF : ret;
 	}
 	ucb->aio_key = 0;
 	ret = shim__decode_op(s, &cb);
@@ -59,20 +54,20 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct shim_slot **out)
 		ret = shim__decode_fail(&cb, ret, &fd_bad);
 		if (fd_bad)
 			ucb->aio_key = cb.aio_key;
-		goto bad;
+		return ret;
 	}
 	s->old_key = cb.aio_key;
 	s->req.user_data = s;
 	s->data = cb.aio_data;
 	s->obj = (uint64_t)(uintptr_t)ucb;
 	s->opcode = cb.aio_lio_opcode;
-	*out = s;
 	return 0;
-bad:
-	shim__slot_release(c, s);
-	return ret;
 }
 
+/* The iocbs of one batch: slots are taken for the whole batch in one round
+ * of ctx->lock (more only if it runs short), the engine publishes the
+ * inline completions in one more (shim__batch_done), and the slots left
+ * unused or refused go back in a third only when there are any. */
 long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 {
 	struct fsaio_req *reqs[BATCH];
@@ -87,11 +82,13 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 	while (done < nr && !ret) {
 		struct iocb *failed = NULL;     /* the iocb prepare refused, if readable */
 		uint32_t failed_key = 0;        /* its aio_key before prepare */
-		unsigned k = 0, off;
+		unsigned want = nr - done < BATCH ? (unsigned)(nr - done) : BATCH;
+		unsigned k = 0, off, have;
 		int n;
 
-		while (k < BATCH && done + k < nr) {
-			struct iocb *ucb;
+		have = shim__take_slots(c, want, slots);
+		while (k < want) {
+			struct iocb *ucb, cb;
 
 			/* get_user() of each entry, as the kernel reads them. */
 			if (!shim__user_ptr_ok(&ios[done + k], sizeof(*ios))) {
@@ -99,11 +96,25 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 				break;
 			}
 			ucb = ios[done + k];
-			if (shim__user_ptr_ok(ucb, sizeof(*ucb))) {
-				failed = ucb;
-				failed_key = ucb->aio_key;
+			/* copy_from_user() of the iocb. */
+			if (!shim__user_ptr_ok(ucb, sizeof(*ucb))) {
+				ret = -EFAULT;
+				break;
 			}
-			ret = prepare(c, ucb, &slots[k]);
+			memcpy(&cb, ucb, sizeof(cb));
+			failed = ucb;
+			failed_key = cb.aio_key;
+			ret = shim__decode_head(&cb);
+			if (ret)
+				break;
+			if (k == have) {
+				have += shim__take_slots(c, want - k, slots + k);
+				if (k == have) {
+					ret = -EAGAIN;
+					break;
+				}
+			}
+			ret = prepare(c, ucb, cb, slots[k]);
 			if (ret)
 				break;
 			failed = NULL;
@@ -114,12 +125,14 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 			if (slots[k++]->resfd >= 0)
 				break;
 		}
-		if (!k)
+		if (!k) {
+			shim__slots_release(c, slots, have);
 			break;
+		}
 		/* The engine stops at a request it refuses and returns how many
 		 * it took; asked again, it answers the refused one's error. */
 		for (off = 0; off < k; off += (unsigned)n) {
-			n = fsaio_submit(c->engine, reqs + off, k - off);
+			n = fsaio__submit_lazy(c->engine, reqs + off, k - off);
 			if (n <= 0) {
 				ret = n ? n : -EAGAIN;
 				break;
@@ -137,10 +150,11 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 				ret = -EBADF;
 			if (i > off || fd_bad)
 				ucb->aio_key = slots[i]->old_key;
-			shim__slot_release(c, slots[i]);
 		}
 		if (off < k && failed)
 			failed->aio_key = failed_key;
+		/* The refused requests' slots and those never used. */
+		shim__slots_release(c, slots + off, have - off);
 		done += off;
 	}
 	return done ? done : ret;

@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -254,11 +256,14 @@ Test(lifecycle, stats_on_destroy)
  * with a cancel pending submits, then sleeps in io_pgetevents until a pipe
  * is written, and both calls return whole; the cancel is acted on at the
  * thread's next cancellation point. The shim's waits (ppoll, an eventfd
- * read) would be cancellation points of their own without care. */
+ * read) would be cancellation points of their own without care, and so
+ * would the steps of a submit other than a cached read: a read not cached,
+ * a write, an eventfd to signal (RESFD). */
+#define PC_N 5
 struct pending_cancel {
 	io_context_t ctx;
-	struct iocb *cbs[2];
-	struct io_event ev[2];
+	struct iocb *cbs[PC_N];
+	struct io_event ev[PC_N];
 	_Atomic long submitted, reaped;         /* result + 1000 once returned */
 };
 
@@ -270,8 +275,8 @@ static void *submit_reap_cancel_pending(void *p)
 
 	sigemptyset(&none);
 	pthread_cancel(pthread_self());         /* deferred: pending, not acted on */
-	atomic_store(&a->submitted, 1000 + io_submit(a->ctx, 2, a->cbs));
-	atomic_store(&a->reaped, 1000 + io_pgetevents(a->ctx, 2, 2, a->ev, &ts, &none));
+	atomic_store(&a->submitted, 1000 + io_submit(a->ctx, PC_N, a->cbs));
+	atomic_store(&a->reaped, 1000 + io_pgetevents(a->ctx, PC_N, PC_N, a->ev, &ts, &none));
 	pthread_testcancel();
 	return NULL;
 }
@@ -279,33 +284,48 @@ static void *submit_reap_cancel_pending(void *p)
 Test(lifecycle, calls_are_not_cancellation_points)
 {
 	io_context_t ctx = t_ctx(8);
-	int fd = t_file(1 << 20, 31), p[2];
-	static char buf[4096];
-	struct iocb rd, pl;
+	int fd = t_file(1 << 20, 31), p[2], efd = eventfd(0, EFD_CLOEXEC);
+	static char buf[4096], cold[4096], resbuf[4096], wbuf[4096];
+	struct iocb rd, pl, cr, rf, wr;
+	uint64_t signalled = 0;
 	pthread_t th;
 	void *ret;
 
 	cr_assert_eq(pipe(p), 0);
+	cr_assert_geq(efd, 0);
+	/* Not cached, unless the kernel reads it back first: either way the
+	 * submit must return whole. */
+	cr_assert_eq(posix_fadvise(fd, 1 << 19, 1 << 19, POSIX_FADV_DONTNEED), 0);
+	memset(wbuf, 0x5a, sizeof(wbuf));
 	io_prep_pread(&rd, fd, buf, sizeof(buf), 8192);
 	io_prep_poll(&pl, p[0], POLLIN);
-	struct pending_cancel a = { .ctx = ctx, .cbs = { &rd, &pl } };
+	io_prep_pread(&cr, fd, cold, sizeof(cold), 3 << 18);
+	io_prep_pread(&rf, fd, resbuf, sizeof(resbuf), 16384);
+	io_set_eventfd(&rf, efd);
+	io_prep_pwrite(&wr, fd, wbuf, sizeof(wbuf), 65536);
+	struct pending_cancel a = { .ctx = ctx, .cbs = { &rd, &pl, &cr, &rf, &wr } };
 	cr_assert_eq(pthread_create(&th, NULL, submit_reap_cancel_pending, &a), 0);
 	usleep(100000);         /* let it fall asleep waiting for the poll */
 	cr_assert_eq(write(p[1], "x", 1), 1);
 	cr_assert_eq(pthread_join(th, &ret), 0);
 	cr_assert_eq(ret, PTHREAD_CANCELED);
-	cr_assert_eq(atomic_load(&a.submitted), 1002, "io_submit: %ld (1000 + result)",
+	cr_assert_eq(atomic_load(&a.submitted), 1000 + PC_N, "io_submit: %ld (1000 + result)",
 		     atomic_load(&a.submitted));
-	cr_assert_eq(atomic_load(&a.reaped), 1002, "io_pgetevents: %ld (1000 + result)",
+	cr_assert_eq(atomic_load(&a.reaped), 1000 + PC_N, "io_pgetevents: %ld (1000 + result)",
 		     atomic_load(&a.reaped));
-	for (int i = 0; i < 2; i++) {
-		if (a.ev[i].obj == &rd)
-			cr_assert_eq(a.ev[i].res, 4096);
+	for (int i = 0; i < PC_N; i++) {
+		if (a.ev[i].obj == &pl)
+			cr_assert(a.ev[i].res & POLLIN, "event %d", i);
 		else
-			cr_assert(a.ev[i].obj == &pl && (a.ev[i].res & POLLIN), "event %d", i);
+			cr_assert_eq(a.ev[i].res, 4096, "event %d", i);
 	}
 	t_check(buf, sizeof(buf), 8192, 31);
+	t_check(cold, sizeof(cold), 3 << 18, 31);
+	t_check(resbuf, sizeof(resbuf), 16384, 31);
+	cr_assert_eq(read(efd, &signalled, sizeof(signalled)), 8);
+	cr_assert_eq(signalled, 1);
 	T_EXPECT(io_destroy(ctx), 0);
+	close(efd);
 	close(p[0]);
 	close(p[1]);
 	close(fd);
