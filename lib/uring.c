@@ -125,21 +125,28 @@ int fsaio__ring_flush(struct fsaio__uring *u)
 /*
  * Bind r to its file for its whole life in the ring, as the kernel's AIO
  * holds a file reference: a free slot of the ring's fixed-file table gets
- * the caller's fd by a FILES_UPDATE linked before r's first SQE, in the
- * same io_uring_enter, and every SQE of r names the slot. Nothing is paid
- * outside that enter. A slot is given back at r's completion and keeps its
- * file until it is reused or the ring has stayed idle a while
- * (clear_slots). Free slots are a stack, so a ring at depth k uses the
- * lowest k slots and slot_hi bounds what a clear rewrites. Where no
- * table could be registered, r holds a duplicate fd (fsaio__bind).
- * Under sq_lock, with two SQEs free. 0 or -errno.
+ * the caller's fd by a FILES_UPDATE just before r's first SQE, in the same
+ * io_uring_enter, and every SQE of r names the slot. The two are not
+ * linked (a linked SQE is issued later, from task work, outside the
+ * submission's plug: one device doorbell per request); the kernel issues
+ * them in order, and a FILES_UPDATE completes at its issue. So that a
+ * failed update (the fd closed meanwhile) cannot leave r on the slot's
+ * previous file, a FILES_UPDATE of -1 empties the slot first: r then fails
+ * with -EBADF, and the bind's error CQE (TAG_BIND, before r's) says why.
+ * Nothing is paid outside that enter. A slot is given back at r's
+ * completion and keeps its file until it is reused or the ring has stayed
+ * idle a while (clear_slots). Free slots are a stack, so a ring at depth k
+ * uses the lowest k slots and slot_hi bounds what a clear rewrites. Where
+ * no table could be registered, r holds a duplicate fd (fsaio__bind).
+ * Under sq_lock, with three SQEs free. 0 or -errno.
  */
 static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_uring_sqe **out)
 {
+	static int no_file = -1;
 	struct io_uring_sqe *sqe;
 	uint32_t slot;
 
-	*out = NULL;
+	out[0] = out[1] = NULL;
 	if (!u->nslots)
 		return fsaio__bind(r);
 	if (!u->nfree)
@@ -148,9 +155,13 @@ static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_urin
 	if (slot >= u->slot_hi)
 		u->slot_hi = slot + 1;
 	u->slot_fd[slot] = fsaio__fd(r);
-	*out = sqe = io_uring_get_sqe(&u->ring);
+	out[0] = sqe = io_uring_get_sqe(&u->ring);
+	io_uring_prep_files_update(sqe, &no_file, 1, (int)slot);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_IGNORE);
+	out[1] = sqe = io_uring_get_sqe(&u->ring);
 	io_uring_prep_files_update(sqe, &u->slot_fd[slot], 1, (int)slot);
-	sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)r | TAG_BIND));
 	r->exec_ = slot + 1;
 	return 0;
@@ -193,7 +204,7 @@ void fsaio__ring_clear_slots(struct fsaio__uring *u)
 int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer)
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
-	struct io_uring_sqe *sqe, *bind = NULL;
+	struct io_uring_sqe *sqe, *bind[2] = { NULL, NULL };
 	int ret;
 
 	/* A vectored remainder lives in tmp: it must be submitted now. */
@@ -204,20 +215,20 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 		pthread_mutex_unlock(&u->sq_lock);
 		return -ESHUTDOWN;
 	}
-	/* A first SQE comes with its FILES_UPDATE: both in one submission. */
-	if (!again && io_uring_sq_space_left(&u->ring) < 2 && fsaio__ring_flush(u) < 0) {
+	/* A first SQE comes with its FILES_UPDATEs: all in one submission. */
+	if (!again && io_uring_sq_space_left(&u->ring) < 3 && fsaio__ring_flush(u) < 0) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return -EAGAIN;
 	}
 	if (!again)
 		r->exec_ = 0;
-	if (!again && (ret = bind_slot(u, r, &bind))) {
+	if (!again && (ret = bind_slot(u, r, bind))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
 	}
 	sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe) {
-		/* Cannot happen: bind_slot found room for two. */
+		/* Cannot happen: there was room for three. */
 		pthread_mutex_unlock(&u->sq_lock);
 		return -EAGAIN;
 	}
@@ -242,9 +253,11 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 		/* Not consumed: make it harmless for a later submit. */
 		io_uring_prep_nop(sqe);
 		io_uring_sqe_set_data(sqe, NULL);
-		if (bind) {
-			io_uring_prep_nop(bind);
-			io_uring_sqe_set_data(bind, NULL);
+		if (bind[1]) {
+			for (int i = 0; i < 2; i++) {
+				io_uring_prep_nop(bind[i]);
+				io_uring_sqe_set_data(bind[i], NULL);
+			}
 			u->free_slots[u->nfree++] = slot_of(r) - 1;
 			r->exec_ = 0;
 		}
@@ -305,7 +318,7 @@ void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 		FSAIO__INC(ctx, bytes_uring, (uint64_t)res);
 	}
 	/* Its FILES_UPDATE failed (the fd was closed before the submit
-	 * reached the kernel): the linked SQE was never issued. */
+	 * reached the kernel): it ran on the emptied slot, and failed. */
 	if (r->exec_ >> 32) {
 		finish(u, r, -(int64_t)(r->exec_ >> 32), b);
 		return;

@@ -117,7 +117,8 @@ static unsigned harvest(struct fsaio__uring *u, bool by_caller)
 				futex_wake(&w->done, 1);
 			} else if ((ud & TAG_MASK) == TAG_BIND) {
 				/* Only a failed FILES_UPDATE posts: its request's
-				 * CQE (-ECANCELED) follows and reads this. */
+				 * CQE (-EBADF, on the emptied slot) follows and
+				 * reads this. */
 				struct fsaio_req *r = (struct fsaio_req *)(ud & ~(uintptr_t)TAG_MASK);
 
 				r->exec_ |= (uint64_t)(uint32_t)-res << 32;

@@ -75,11 +75,11 @@ static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return NULL;
-	/* The SQ is drained at every submit, so a small one does (two SQEs a
-	 * request: its FILES_UPDATE and itself); the CQ
+	/* The SQ is drained at every submit, so a small one does (three SQEs
+	 * a request: two FILES_UPDATEs and itself); the CQ
 	 * holds one CQE per request in flight (at most queue_depth), and
 	 * beyond CQ_MAX the kernel's overflow list keeps them (FEAT_NODROP). */
-	while (sq > 8 && sq / 2 >= 2 * ctx->depth)
+	while (sq > 8 && sq / 2 >= 3 * ctx->depth)
 		sq /= 2;
 	cq = 2 * sq;
 	while (cq < ctx->depth && cq < CQ_MAX)
