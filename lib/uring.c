@@ -363,6 +363,27 @@ void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	finish(u, r, res >= 0 ? (fsaio__is_rw(r) ? (int64_t)r->done_ : 0) : fsaio__result(r, res), b);
 }
 
+/* Hand the prepared SQEs to the kernel's SQ (what liburing's submit does
+ * before it enters). Under sq_lock. */
+static void publish(struct fsaio__uring *u)
+{
+	struct io_uring_sq *sq = &u->ring.sq;
+
+	if (sq->sqe_head != sq->sqe_tail) {
+		sq->sqe_head = sq->sqe_tail;
+		io_uring_smp_store_release(sq->ktail, sq->sqe_tail);
+	}
+	atomic_store_explicit(&u->pending, false, memory_order_relaxed);
+}
+
+/*
+ * The one io_uring_enter of an fsaio_submit call. The SQEs are published
+ * under sq_lock and the kernel is entered without it: the enter pays the
+ * device's doorbell, and the harvester must not wait for that to give back
+ * slots. The kernel takes its SQ in order whoever enters, so an enter of
+ * another thread meanwhile may submit ours, and ours its. A refused enter
+ * leaves the SQEs for the next one (pending).
+ */
 void fsaio__uring_flush(struct fsaio_ctx *ctx)
 {
 	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
@@ -371,10 +392,21 @@ void fsaio__uring_flush(struct fsaio_ctx *ctx)
 	    !atomic_load_explicit(&u->pending, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&u->sq_lock);
-	/* A refused io_uring_enter leaves the SQEs in the SQ for the next
-	 * submit; nothing better can be done with them here. */
-	(void)fsaio__ring_flush(u);
+	publish(u);
 	pthread_mutex_unlock(&u->sq_lock);
+	for (;;) {
+		unsigned n = io_uring_smp_load_acquire(u->ring.sq.ktail) -
+			     io_uring_smp_load_acquire(u->ring.sq.khead);
+		int ret;
+
+		if (!n)
+			return;
+		ret = io_uring_enter((unsigned)u->ring.ring_fd, n, 0, 0, NULL);
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+			atomic_store_explicit(&u->pending, true, memory_order_relaxed);
+			return;
+		}
+	}
 }
 
 int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer)
