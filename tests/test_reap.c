@@ -61,18 +61,28 @@ static void check_round(const struct fsaio_event *evs, unsigned n, unsigned seed
 	}
 }
 
+/* A context carrying misses on the ring, and a cold file of seed that it
+ * reads at random. */
+static fsaio_ctx_t *cold_ring_ctx(unsigned seed, int *fd)
+{
+	fsaio_ctx_t *ctx = t_ctx_backend(FSAIO_BACKEND_URING);
+
+	*fd = t_tmpfile(FILE_SIZE, seed);
+	t_make_cold(*fd);
+	T_ASSERT_RET(fsaio_fadvise(ctx, *fd, POSIX_FADV_RANDOM), 0);
+	return ctx;
+}
+
 Test(reap, a_waiting_caller_carries_the_ring)
 {
 	if (!t_ring_ok())
 		cr_skip_test("io_uring is not available to this process");
-	fsaio_ctx_t *ctx = t_ctx_backend(FSAIO_BACKEND_URING);
-	int fd = t_tmpfile(FILE_SIZE, 211);
+	int fd;
+	fsaio_ctx_t *ctx = cold_ring_ctx(211, &fd);
 	static uint8_t bufs[PER_ROUND][4 * KiB];
 	struct fsaio_req reqs[PER_ROUND];
 	struct fsaio_event evs[PER_ROUND];
 
-	t_make_cold(fd);
-	T_ASSERT_RET(fsaio_fadvise(ctx, fd, POSIX_FADV_RANDOM), 0);
 	for (int round = 0; round < 64; round++) {
 		submit_round(ctx, fd, round, reqs, bufs);
 		t_reap_all(ctx, PER_ROUND, evs, T_EVENT_TIMEOUT_MS);
@@ -91,14 +101,12 @@ Test(reap, a_waiting_caller_carries_the_ring)
  * that never waits in getevents still gets every event, from the thread. */
 Test(reap, the_thread_carries_the_ring_for_an_eventfd_reader)
 {
-	fsaio_ctx_t *ctx = t_ctx_backend(FSAIO_BACKEND_URING);
-	int fd = t_tmpfile(FILE_SIZE, 212);
+	int fd;
+	fsaio_ctx_t *ctx = cold_ring_ctx(212, &fd);
 	static uint8_t bufs[PER_ROUND][4 * KiB];
 	struct fsaio_req reqs[PER_ROUND];
 	struct fsaio_event evs[PER_ROUND];
 
-	t_make_cold(fd);
-	T_ASSERT_RET(fsaio_fadvise(ctx, fd, POSIX_FADV_RANDOM), 0);
 	for (int round = 0; round < 4; round++) {
 		submit_round(ctx, fd, round, reqs, bufs);
 		t_reap_all(ctx, PER_ROUND, evs, T_EVENT_TIMEOUT_MS);
@@ -183,15 +191,13 @@ static void *write_later(void *arg)
  * the ring for cold reads: the caller must get it, with the ring's. */
 Test(reap, another_executors_completion_reaches_a_caller_in_the_ring)
 {
-	fsaio_ctx_t *ctx = t_ctx_backend(FSAIO_BACKEND_URING);
-	int fd = t_tmpfile(FILE_SIZE, 214);
+	int fd;
+	fsaio_ctx_t *ctx = cold_ring_ctx(214, &fd);
 	static uint8_t bufs[PER_ROUND][4 * KiB];
 	struct fsaio_req reqs[PER_ROUND], pr;
 	struct fsaio_event evs[PER_ROUND + 1];
 	char pbuf[8];
 
-	t_make_cold(fd);
-	T_ASSERT_RET(fsaio_fadvise(ctx, fd, POSIX_FADV_RANDOM), 0);
 	for (int round = 0; round < 24; round++) {
 		int p[2];
 		pthread_t th;
