@@ -18,25 +18,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "monoclock.h"
 #include "nocancel.h"
 #include "cq.h"
 #include "ctx.h"
 #include "dropin.h"
 #include "req.h"
 
-static int64_t ns_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* now + timeout on the monotonic clock, saturating: a timeout too large to
  * add is a wait without end, as the kernel treats it. */
 static int64_t deadline_after(const struct timespec *t)
 {
-	int64_t now = ns_now();
+	int64_t now = fsaio__mono_ns();
 	int64_t left = INT64_MAX - now;
 
 	if (t->tv_sec >= left / 1000000000)
@@ -56,7 +49,7 @@ static int sleep_on_cq(struct fsaio_ctx *ctx, uint32_t seen, int64_t deadline)
 	if (atomic_load(&cq->seq) != seen)
 		return 0;
 	if (deadline != INT64_MAX) {
-		int64_t left = deadline - ns_now();
+		int64_t left = deadline - fsaio__mono_ns();
 
 		if (left <= 0)
 			return 0;
@@ -103,7 +96,7 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 		if (got >= min_nr || got == nr)
 			break;
 		/* A timeout that has passed still gets one look at the ring. */
-		expired = deadline != INT64_MAX && ns_now() >= deadline;
+		expired = deadline != INT64_MAX && fsaio__mono_ns() >= deadline;
 		if (expired && polled)
 			break;
 		seen = atomic_load(&cq->seq);

@@ -199,6 +199,15 @@ void fsaio__ring_clear_slots(struct fsaio__uring *u)
 	pthread_mutex_unlock(&u->sq_lock);
 }
 
+/* A request entered the ring: while a waiter relies on the thread, a
+ * parked thread must carry it. Dekker with fsaio__drive_need: inflight was
+ * raised first, then needs is read. */
+static void wake_for_waiters(struct fsaio__uring *u)
+{
+	if (atomic_load(&u->ctx->ring_needs) > 0 && atomic_load(&u->parked))
+		fsaio__ring_wake_thread(u);
+}
+
 /* Queue r's remainder; called by submitters and by whoever harvests, to
  * continue a short result. -ESHUTDOWN once destroy began. */
 int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer)
@@ -244,8 +253,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 		pthread_mutex_unlock(&u->sq_lock);
 		FSAIO__INC(u->ctx, uring_sqes, 1);
-		if (atomic_load(&u->ctx->ring_needs) > 0 && atomic_load(&u->parked))
-			fsaio__ring_wake_thread(u);
+		wake_for_waiters(u);
 		return 0;
 	}
 	ret = fsaio__ring_flush(u);
@@ -267,9 +275,8 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 	if (!ret)
 		FSAIO__INC(u->ctx, uring_sqes, 1);
-	/* Dekker with fsaio__drive_need: inflight first, then needs. */
-	if (!ret && !again && atomic_load(&u->ctx->ring_needs) > 0 && atomic_load(&u->parked))
-		fsaio__ring_wake_thread(u);
+	if (!ret && !again)
+		wake_for_waiters(u);
 	return ret;
 }
 

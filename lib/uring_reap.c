@@ -31,18 +31,11 @@
 #include <unistd.h>
 
 #include "dropin.h"
+#include "monoclock.h"
 #include "uring_ring.h"
 
 /* How long the thread stays parked, at a time, while callers drive. */
 #define STEP_BACK_NS 10000000LL
-
-static int64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 /* FUTEX_WAIT for at most ns (< 0: no limit): 0, or -errno. */
 static int futex_wait(_Atomic uint32_t *w, uint32_t val, int64_t ns)
@@ -254,7 +247,7 @@ static int wait_ring(struct fsaio__uring *u, int64_t deadline)
 
 	if (deadline == INT64_MAX)
 		return io_uring_wait_cqe(&u->ring, &cqe);
-	left = deadline - now_ns();
+	left = deadline - fsaio__mono_ns();
 	if (left <= 0)
 		return -ETIME;
 	ts.tv_sec = left / 1000000000;
@@ -302,7 +295,7 @@ int fsaio__drive(struct fsaio_ctx *ctx, uint32_t seen, int64_t deadline)
 			ret = -EAGAIN;
 			goto out;
 		}
-		if (deadline != INT64_MAX && (left = deadline - now_ns()) <= 0)
+		if (deadline != INT64_MAX && (left = deadline - fsaio__mono_ns()) <= 0)
 			goto out;
 		/* The thread waits in the ring for nobody: kicked, it steps
 		 * back. */

@@ -10,18 +10,15 @@
  * again (kcmp says the number still names that open file) uses the cached
  * duplicate, with no dup, no vetting and no close of its own. Where kcmp
  * cannot be used, or the cache is full of entries in use, a request holds a
- * duplicate of its own, as before.
+ * duplicate of its own.
  *
  * Signals are coalesced per batch: a completion adds 1 to its eventfd's
- * count in a list of the posting thread, and the engine's batch-done hook
- * (shim__resfd_flush) writes each count once, after the batch's events are
- * in the ring, so the eventfd's counter gains what the kernel's would, and
- * only then wakes the context's reapers (shim__complete leaves that to us). A
- * cache entry's user is let go only after its write, so its descriptor is
- * never closed before.
- *
- * io_submit runs with the caller's cancellation enabled (submit.c): the
- * closes and writes here disable it around themselves.
+ * count in a list of the posting thread; at the end of the engine's batch
+ * (shim__batch_done) shim__resfd_flush writes each count once, after the
+ * batch's events are in the ring, so the eventfd's counter gains what the
+ * kernel's would, and only then wakes the contexts' reapers (publish_held
+ * leaves that to it). A cache entry's user is let go only after its write,
+ * so its descriptor is never closed before.
  *
  * Locks: the cache's entries change under ctx->lock; an entry's users is
  * atomic, raised under ctx->lock and lowered without it (an entry is
@@ -177,17 +174,26 @@ static void write_one(struct pending *p)
 	release(p->dup, p->e, p->n);
 }
 
-void shim__resfd_flush(void *arg)
+/* Whether an earlier pending signal is for the same context. */
+static bool ctx_seen(unsigned i)
+{
+	for (unsigned j = 0; j < i; j++)
+		if (pending[j].c == pending[i].c)
+			return true;
+	return false;
+}
+
+void shim__resfd_flush(void)
 {
 	int saved = errno;
 
-	(void)arg;
 	for (unsigned i = 0; i < npending; i++)
 		write_one(&pending[i]);
 	/* Reapers are woken after the eventfds are written, as the kernel's
-	 * aio_complete signals before it wakes them. */
+	 * aio_complete signals before it wakes them: each context once. */
 	for (unsigned i = 0; i < npending; i++)
-		shim__wake(pending[i].c);
+		if (!ctx_seen(i))
+			shim__wake(pending[i].c);
 	npending = 0;
 	errno = saved;
 }
@@ -202,7 +208,7 @@ void shim__resfd_signal(struct shim_ctx *c, int dup, struct shim_efd *e)
 		}
 	}
 	if (npending == PENDING_MAX)
-		shim__resfd_flush(NULL);
+		shim__resfd_flush();
 	pending[npending++] = (struct pending){ .c = c, .dup = dup, .e = e, .n = 1 };
 }
 

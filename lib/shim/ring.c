@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "dropin.h"
+#include "monoclock.h"
 #include "shim.h"
 
 #define NSEC 1000000000LL
@@ -244,7 +245,8 @@ void shim__batch_done(void *arg)
 	int saved = errno;
 
 	publish_held(&held);
-	shim__resfd_flush(arg);
+	(void)arg;
+	shim__resfd_flush();
 	errno = saved;
 }
 
@@ -288,14 +290,6 @@ static bool ring_empty(const struct shim_ctx *c)
 
 	return atomic_load_explicit(&r->head, memory_order_relaxed) % r->nr ==
 	       atomic_load_explicit(&r->tail, memory_order_acquire);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * NSEC + t.tv_nsec;
 }
 
 /* The kernel turns the relative timeout into ktime without checking it:
@@ -358,7 +352,7 @@ static int wait_efd(int efd, int64_t deadline, const sigset_t *mask)
 	int n;
 
 	if (deadline != INT64_MAX) {
-		int64_t left = deadline - mono_ns();
+		int64_t left = deadline - fsaio__mono_ns();
 
 		if (left <= 0)
 			return -ETIMEDOUT;
@@ -402,7 +396,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	tmo = timeout_ns(timeout);
 	if (min_nr < 0 || min_nr > nr)
 		return -EINVAL;
-	deadline = tmo < 0 ? INT64_MAX : mono_ns() + tmo;
+	deadline = tmo < 0 ? INT64_MAX : fsaio__mono_ns() + tmo;
 	if (tmo != 0 && sigmask) {
 		efd = efd_get(c);
 		if (efd < 0)
@@ -432,7 +426,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 		}
 		/* A timeout that has passed still gets one look at the
 		 * engine's io_uring ring. */
-		expired = tmo == 0 || (deadline != INT64_MAX && mono_ns() >= deadline);
+		expired = tmo == 0 || (deadline != INT64_MAX && fsaio__mono_ns() >= deadline);
 		if (expired && polled)
 			break;
 		w = efd >= 0 ? -EAGAIN : fsaio__drive(c->engine, eseen, expired ? 0 : deadline);
@@ -447,7 +441,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 				/* Forever is a deadline far away: only a timed
 				 * futex wait turns a handled signal into EINTR. */
 				w = wait_seq(c, seen, deadline == INT64_MAX ?
-					     mono_ns() + (int64_t)3650 * 86400 * NSEC : deadline);
+					     fsaio__mono_ns() + (int64_t)3650 * 86400 * NSEC : deadline);
 			}
 			fsaio__drive_need(c->engine, -1);
 		}

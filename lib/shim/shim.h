@@ -149,7 +149,7 @@ int shim__user_copy(void *dst, const void *src, size_t n, bool to_user);
 int shim__resfd_take(struct shim_ctx *c, uint32_t fd, int *dup, struct shim_efd **entry);
 void shim__resfd_drop(int dup, struct shim_efd *e);
 void shim__resfd_signal(struct shim_ctx *c, int dup, struct shim_efd *e);
-void shim__resfd_flush(void *arg);      /* at the end of the batch-done hook */
+void shim__resfd_flush(void);           /* at the end of an engine batch */
 void shim__resfd_init(struct shim_ctx *c);
 void shim__resfd_fini(struct shim_ctx *c);
 pid_t shim__self_pid(void);             /* ctx.c: getpid, kept across fork */
