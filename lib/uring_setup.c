@@ -84,10 +84,24 @@ static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
 	cq = 2 * sq;
 	while (cq < ctx->depth && cq < CQ_MAX)
 		cq *= 2;
-	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
-	p.cq_entries = cq;
-	ret = io_uring_queue_init_params(sq, &u->ring, &p);
+	/* A request's completion is task work of the thread that submitted
+	 * it, by default run at once, by an IPI if that thread is running.
+	 * Where the thread relays the completions (someone relies on it as
+	 * the ring is made: an eventfd reader, RESFD requests), the submitter
+	 * only feeds it, so COOP_TASKRUN: the submitter runs the work at its
+	 * next entry into the kernel (a system call, or an interrupt such as
+	 * the completion's own), and is still woken if asleep. A submitter
+	 * that waits in the ring runs its own work either way. Before 5.19
+	 * the flag is refused. */
+	for (unsigned coop = atomic_load(&ctx->ring_needs) > 0 ? IORING_SETUP_COOP_TASKRUN : 0;;
+	     coop = 0) {
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP | coop;
+		p.cq_entries = cq;
+		ret = io_uring_queue_init_params(sq, &u->ring, &p);
+		if (ret != -EINVAL || !coop)
+			break;
+	}
 	if (ret < 0) {
 		if (ret == -ENOSYS || ret == -EPERM || ret == -EACCES)
 			atomic_store_explicit(&uring_sys, -1, memory_order_relaxed);

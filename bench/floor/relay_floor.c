@@ -3,25 +3,41 @@
  * fsaio-relay-floor: what a program that sleeps on an eventfd for its AIO
  * completions (IOCB_FLAG_RESFD, as QEMU's aio=native does) can get from
  * any user-space engine, against the kernel's own AIO. 4 KiB O_DIRECT reads
- * in file order, DEPTH in flight, the reader sleeping in read(2) on an
- * eventfd between submissions:
+ * (or writes) in file order, DEPTH in flight, the reader sleeping in
+ * read(2) on an eventfd between submissions:
  *
  *   kaio    io_submit with IOCB_FLAG_RESFD; the kernel signals the eventfd
  *   relay   io_uring, submitted by the reader; a relay thread waits for
  *           CQEs and writes their count to the eventfd (the least a
  *           user-space engine must do: someone other than the reader has
  *           to see the completion)
+ *   checked relay, plus what io_submit's contract costs a user-space engine
+ *           per request: the eventfd number checked to still name the
+ *           eventfd held (kcmp), the one-entry iovec copied with EFAULT
+ *           for bad memory (process_vm_readv, as for IOCB_CMD_PREADV),
+ *           and the fd bound to its file at submit (two FILES_UPDATE
+ *           SQEs into a registered table, in the same io_uring_enter)
+ *   krelay  the kernel's AIO, submitted by the reader without RESFD; a
+ *           relay thread waits in io_getevents and writes the count to
+ *           the eventfd (the relay, with the kernel's AIO as the engine)
  *
- *   fsaio-relay-floor FILE [COUNT [DEPTH]]
+ * The reader takes its events from the AIO ring's memory, as QEMU does, so
+ * kaio makes no io_getevents call. With "write", the requests are writes
+ * of the same blocks instead of reads (they overwrite FILE's first
+ * COUNT * 4 KiB: use a scratch file).
+ *
+ *   fsaio-relay-floor FILE [COUNT [DEPTH [read|write]]]
  *
  * Prints IOPS, CPU microseconds and context switches per I/O of the whole
- * process for each, kaio and relay alternating twice.
+ * process for each, the four in turn, twice.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <linux/kcmp.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +45,14 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #define BS 4096
 
-static int fd, efd;
+static int fd, efd, efd_held;
+static bool checked, writes;
 static unsigned depth = 1;
 static long count = 20000;
 static char *bufs;
@@ -58,11 +76,27 @@ static uint64_t wait_efd(void)
 	return v;
 }
 
+/* The kernel's AIO ring as it lies in memory at the context's address. */
+struct aio_ring_head {
+	unsigned id, nr, head, tail, magic, compat, incompat, header_length;
+	struct io_event ev[];
+};
+
+/* Take every event the ring holds, from memory: how many. */
+static long peek_ring(aio_context_t ctx)
+{
+	struct aio_ring_head *r = (struct aio_ring_head *)ctx;
+	unsigned head = r->head, tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	long n = (long)((tail + r->nr - head) % r->nr);
+
+	__atomic_store_n(&r->head, tail, __ATOMIC_RELEASE);
+	return n;
+}
+
 static void run_kaio(void)
 {
 	aio_context_t ctx = 0;
 	struct iocb cb[64], *cbp;
-	struct io_event ev[64];
 	long sent = 0, done = 0;
 
 	if (syscall(SYS_io_setup, 128, &ctx) < 0) {
@@ -74,7 +108,7 @@ static void run_kaio(void)
 			struct iocb *c = &cb[sent % depth];
 
 			memset(c, 0, sizeof(*c));
-			c->aio_lio_opcode = IOCB_CMD_PREAD;
+			c->aio_lio_opcode = writes ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
 			c->aio_fildes = (uint32_t)fd;
 			c->aio_buf = (uint64_t)(uintptr_t)(bufs + (sent % depth) * BS);
 			c->aio_nbytes = BS;
@@ -89,7 +123,7 @@ static void run_kaio(void)
 			sent++;
 		}
 		wait_efd();
-		done += syscall(SYS_io_getevents, ctx, 0, 64, ev, NULL);
+		done += peek_ring(ctx);
 	}
 	syscall(SYS_io_destroy, ctx);
 }
@@ -104,8 +138,13 @@ static void *relay(void *arg)
 
 		if (io_uring_wait_cqe(&ring, &cqe) < 0)
 			continue;
-		io_uring_for_each_cqe(&ring, head, cqe)
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			if (cqe->res != BS && !stop_relay) {
+				fprintf(stderr, "fsaio-relay-floor: a read gave %d\n", cqe->res);
+				exit(1);
+			}
 			n++;
+		}
 		io_uring_cq_advance(&ring, n);
 		v = n;
 		if (write(efd, &v, sizeof(v)) < 0)
@@ -114,22 +153,64 @@ static void *relay(void *arg)
 	return NULL;
 }
 
+static int slot_fd[64] = { [0 ... 63] = -1 };
+static const int no_file = -1;
+
+/* The per-request work of the checked relay; the slot to read from. */
+static int check_and_bind(long slot, char *buf)
+{
+	static pid_t self;
+	struct iovec user = { buf, BS }, copy, local = { &copy, sizeof(copy) },
+		     remote = { &user, sizeof(user) };
+	struct io_uring_sqe *sqe;
+
+	if (!self)
+		self = getpid();
+	if (syscall(SYS_kcmp, self, self, KCMP_FILE, efd, efd_held) != 0 ||
+	    process_vm_readv(self, &local, 1, &remote, 1, 0) != sizeof(copy)) {
+		perror("check");
+		exit(1);
+	}
+	slot_fd[slot] = fd;
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_files_update(sqe, (int *)&no_file, 1, (int)slot);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_files_update(sqe, &slot_fd[slot], 1, (int)slot);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	return (int)slot;
+}
+
 static void run_relay(void)
 {
 	pthread_t th;
 	long sent = 0, done = 0;
 
-	if (io_uring_queue_init(128, &ring, 0) < 0) {
+	if (io_uring_queue_init(256, &ring, 0) < 0) {
 		fprintf(stderr, "io_uring_queue_init failed\n");
 		exit(1);
 	}
 	stop_relay = 0;
 	pthread_create(&th, NULL, relay, NULL);
+	if (checked && io_uring_register_files(&ring, slot_fd, 64) < 0) {
+		fprintf(stderr, "io_uring_register_files failed\n");
+		exit(1);
+	}
 	while (done < count) {
 		while (sent < count && sent - done < (long)depth) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			struct io_uring_sqe *sqe;
+			char *buf = bufs + (sent % depth) * BS;
+			int file = fd;
 
-			io_uring_prep_read(sqe, fd, bufs + (sent % depth) * BS, BS, (uint64_t)sent * BS);
+			if (checked)
+				file = check_and_bind(sent % depth, buf);
+			sqe = io_uring_get_sqe(&ring);
+			if (writes)
+				io_uring_prep_write(sqe, file, buf, BS, (uint64_t)sent * BS);
+			else
+				io_uring_prep_read(sqe, file, buf, BS, (uint64_t)sent * BS);
+			if (checked)
+				sqe->flags |= IOSQE_FIXED_FILE;
 			io_uring_submit(&ring);
 			sent++;
 		}
@@ -140,6 +221,77 @@ static void run_relay(void)
 	io_uring_submit(&ring);
 	pthread_join(th, NULL);
 	io_uring_queue_exit(&ring);
+}
+
+static aio_context_t kctx;
+
+static void *krelay_thread(void *arg)
+{
+	struct io_event ev[64];
+
+	(void)arg;
+	while (!stop_relay) {
+		long n = syscall(SYS_io_getevents, kctx, 1, 64, ev, NULL);
+		uint64_t v = (uint64_t)n;
+
+		if (n <= 0)
+			continue;
+		for (long i = 0; i < n; i++) {
+			if (ev[i].res != BS && !stop_relay) {
+				fprintf(stderr, "fsaio-relay-floor: a request gave %lld\n",
+					(long long)ev[i].res);
+				exit(1);
+			}
+		}
+		if (write(efd, &v, sizeof(v)) < 0)
+			break;
+	}
+	return NULL;
+}
+
+static void run_krelay(void)
+{
+	struct iocb cb[64], *cbp, stop;
+	pthread_t th;
+	long sent = 0, done = 0;
+
+	kctx = 0;
+	if (syscall(SYS_io_setup, 128, &kctx) < 0) {
+		perror("io_setup");
+		exit(1);
+	}
+	stop_relay = 0;
+	pthread_create(&th, NULL, krelay_thread, NULL);
+	while (done < count) {
+		while (sent < count && sent - done < (long)depth) {
+			struct iocb *c = &cb[sent % depth];
+
+			memset(c, 0, sizeof(*c));
+			c->aio_lio_opcode = writes ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
+			c->aio_fildes = (uint32_t)fd;
+			c->aio_buf = (uint64_t)(uintptr_t)(bufs + (sent % depth) * BS);
+			c->aio_nbytes = BS;
+			c->aio_offset = (int64_t)sent * BS;
+			cbp = c;
+			if (syscall(SYS_io_submit, kctx, 1, &cbp) != 1) {
+				perror("io_submit");
+				exit(1);
+			}
+			sent++;
+		}
+		done += (long)wait_efd();
+	}
+	/* One last read wakes the relay to see stop_relay. */
+	stop_relay = 1;
+	memset(&stop, 0, sizeof(stop));
+	stop.aio_lio_opcode = IOCB_CMD_PREAD;
+	stop.aio_fildes = (uint32_t)fd;
+	stop.aio_buf = (uint64_t)(uintptr_t)bufs;
+	stop.aio_nbytes = BS;
+	cbp = &stop;
+	syscall(SYS_io_submit, kctx, 1, &cbp);
+	pthread_join(th, NULL);
+	syscall(SYS_io_destroy, kctx);
 }
 
 static void measure(const char *name, void (*fn)(void))
@@ -154,7 +306,7 @@ static void measure(const char *name, void (*fn)(void))
 	getrusage(RUSAGE_SELF, &b);
 	cpu = (double)(b.ru_utime.tv_sec - a.ru_utime.tv_sec + b.ru_stime.tv_sec - a.ru_stime.tv_sec) * 1e6 +
 	      (double)(b.ru_utime.tv_usec - a.ru_utime.tv_usec + b.ru_stime.tv_usec - a.ru_stime.tv_usec);
-	printf("%-6s depth %-3u %8.0f IOPS  %6.2f CPU us/IO  %5.2f csw/IO\n", name, depth,
+	printf("%-7s %s depth %-3u %8.0f IOPS  %6.2f CPU us/IO  %5.2f csw/IO\n", name, writes ? "write" : "read", depth,
 	       (double)count / t, cpu / (double)count,
 	       (double)(b.ru_nvcsw - a.ru_nvcsw + b.ru_nivcsw - a.ru_nivcsw) / (double)count);
 }
@@ -169,19 +321,26 @@ int main(int argc, char **argv)
 		count = atol(argv[2]);
 	if (argc > 3)
 		depth = (unsigned)atoi(argv[3]);
+	if (argc > 4)
+		writes = !strcmp(argv[4], "write");
 	if (count <= 0 || depth < 1 || depth > 64) {
 		fprintf(stderr, "fsaio-relay-floor: COUNT > 0, DEPTH 1..64\n");
 		return 2;
 	}
-	fd = open(argv[1], O_RDONLY | O_DIRECT);
+	fd = open(argv[1], (writes ? O_RDWR : O_RDONLY) | O_DIRECT);
 	efd = eventfd(0, 0);
 	if (fd < 0 || efd < 0 || posix_memalign((void **)&bufs, BS, (size_t)depth * BS)) {
 		perror(argv[1]);
 		return 1;
 	}
+	efd_held = dup(efd);
 	for (int i = 0; i < 2; i++) {
 		measure("kaio", run_kaio);
+		checked = false;
 		measure("relay", run_relay);
+		checked = true;
+		measure("checked", run_relay);
+		measure("krelay", run_krelay);
 	}
 	return 0;
 }

@@ -3,8 +3,13 @@
  * IOCB_FLAG_RESFD: each event adds exactly 1 to the iocb's eventfd, after
  * the event is in the ring.
  */
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "t_aio.h"
@@ -179,4 +184,84 @@ Test(resfd, many_eventfds_in_turn)
 	for (int e = 0; e < NEFD; e++)
 		close(efd[e]);
 	close(fd);
+}
+
+struct spin_reader {
+	io_context_t ctx;
+	int efd, want;
+	uint64_t signals;
+	int reaped;
+	atomic_bool done;
+};
+
+/* Wait on the eventfd and reap, as a program whose I/O thread sleeps on it. */
+static void *spin_reader(void *arg)
+{
+	struct spin_reader *r = arg;
+	struct io_event ev[8];
+
+	r->signals = efd_count(r->efd, (uint64_t)r->want);
+	while (r->reaped < r->want) {
+		struct timespec ts = { T_WAIT_SEC, 0 };
+		int n = io_getevents(r->ctx, 1, 8, ev, &ts);
+
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++)
+			if (ev[i].res == 4096)
+				r->reaped++;
+	}
+	atomic_store(&r->done, true);
+	return NULL;
+}
+
+/* A submitter that never enters the kernel after io_submit (it computes)
+ * still has its O_DIRECT requests completed and signalled while it does:
+ * the completion of a request the engine hands to io_uring must not wait
+ * for the submitter's next system call. */
+Test(resfd, a_submitter_that_stays_in_user_space_is_not_waited_for)
+{
+	enum { N = 8 };
+	io_context_t ctx = t_ctx(16);
+	char path[4096];
+	int fd = t_file_path(1 << 20, 35, path, sizeof(path)), dfd;
+	int efd = eventfd(0, EFD_NONBLOCK);
+	struct spin_reader r = { .ctx = ctx, .efd = efd, .want = N };
+	struct iocb cb[N], *list[N];
+	struct timespec t0, t;
+	volatile unsigned long spins = 0;
+	pthread_t th;
+	char *buf = NULL;
+
+	cr_assert_geq(efd, 0);
+	cr_assert_eq(fsync(fd), 0);
+	dfd = open(path, O_RDONLY | O_DIRECT);
+	if (dfd < 0)
+		cr_skip_test("O_DIRECT refused here: %s", strerror(errno));
+	cr_assert_eq(posix_memalign((void **)&buf, 4096, N * 4096), 0);
+	for (int i = 0; i < N; i++) {
+		io_prep_pread(&cb[i], dfd, buf + i * 4096, 4096, 4096LL * 16 * i);
+		io_set_eventfd(&cb[i], efd);
+		list[i] = &cb[i];
+	}
+	cr_assert_eq(pthread_create(&th, NULL, spin_reader, &r), 0);
+	/* The clock is read through the vDSO: no system call. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	T_EXPECT(io_submit(ctx, N, list), N);
+	do {
+		for (int i = 0; i < 1 << 20 && !atomic_load(&r.done); i++)
+			spins++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!atomic_load(&r.done) && t.tv_sec - t0.tv_sec < T_WAIT_SEC);
+	cr_assert(atomic_load(&r.done), "no events while the submitter computed");
+	pthread_join(th, NULL);
+	cr_assert_eq(r.reaped, N);
+	cr_assert_eq(r.signals, N);
+	for (int i = 0; i < N; i++)
+		t_check(buf + i * 4096, 4096, 4096LL * 16 * i, 35);
+	T_EXPECT(io_destroy(ctx), 0);
+	free(buf);
+	close(dfd);
+	close(fd);
+	close(efd);
 }
