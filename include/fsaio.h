@@ -169,7 +169,7 @@ enum {
  */
 struct fsaio_params {
 	uint32_t queue_depth;   /* requests accepted and not yet reaped; default 256 */
-	uint32_t workers;       /* maximum pool threads, started on demand; default 32 (env FSAIO_WORKERS) */
+	uint32_t workers;       /* maximum pool threads, started on demand, idle ones end after 1 s; default 32 (env FSAIO_WORKERS) */
 	uint32_t flags;         /* FSAIO_CTX_* */
 	uint32_t miss_backend;  /* enum fsaio_backend: who carries a miss (env FSAIO_BACKEND) */
 	void (*complete)(void *arg, const struct fsaio_event *ev);

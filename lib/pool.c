@@ -5,8 +5,11 @@
  * Owns: a FIFO of requests linked through req->next_/prev_ (the work item
  * lives in the request: nothing is allocated per request), and up to
  * pool.max joinable threads, started on demand when work arrives and no
- * worker is idle. One mutex and one condition variable (monotonic clock);
- * a waiter is signalled only when one is idle and not already woken.
+ * worker is idle. A worker idle for IDLE_RETIRE_NS retires, down to one,
+ * so the pool's size follows the blocking work it has had lately, not its
+ * limit; its place is joined and reused by the next start. One mutex and
+ * one condition variable (monotonic clock); a waiter is signalled only
+ * when one is idle and not already woken.
  * Workers block every signal (the caller's handlers must not run on them)
  * and are named fsaio-wN. Side jobs (struct fsaio__job: readahead.c's
  * prefetches) wait in a second FIFO and are run before requests; they are
@@ -29,13 +32,16 @@
 #include "req.h"
 
 #define WORKER_STACK (1u << 20)
+/* How long a worker waits for work before it retires (glibc's POSIX AIO
+ * threads wait one second too). */
+#define IDLE_RETIRE_NS 1000000000LL
 
 int fsaio__pool_init(struct fsaio__pool *p, unsigned max)
 {
 	pthread_condattr_t ca;
 
-	p->threads = calloc(max, sizeof(*p->threads));
-	if (!p->threads)
+	p->workers = calloc(max, sizeof(*p->workers));
+	if (!p->workers)
 		return -ENOMEM;
 	p->max = max;
 	pthread_mutex_init(&p->lock, NULL);
@@ -49,14 +55,14 @@ int fsaio__pool_init(struct fsaio__pool *p, unsigned max)
 void fsaio__pool_forget(struct fsaio__pool *p)
 {
 	/* A forked child: the threads are the parent's, the lock may be held. */
-	free(p->threads);
+	free(p->workers);
 }
 
 void fsaio__pool_fini(struct fsaio__pool *p)
 {
 	pthread_cond_destroy(&p->work);
 	pthread_mutex_destroy(&p->lock);
-	free(p->threads);
+	free(p->workers);
 }
 
 static void fifo_unlink(struct fsaio__pool *p, struct fsaio_req *r)
@@ -73,20 +79,41 @@ static void fifo_unlink(struct fsaio__pool *p, struct fsaio_req *r)
 	p->queued--;
 }
 
+/* Wait for work until the idle period ends: whether to retire. Under lock;
+ * whatever woke it, work in the FIFO is taken before any retiring, so no
+ * signal is lost on a worker that leaves. */
+static bool idle_wait(struct fsaio__pool *p)
+{
+	struct timespec end;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += IDLE_RETIRE_NS / 1000000000;
+	while (!p->head && !p->jobs && !p->stopping) {
+		if (ret == ETIMEDOUT && p->nthreads > 1)
+			return true;
+		p->idle++;
+		ret = pthread_cond_timedwait(&p->work, &p->lock, &end);
+		p->idle--;
+		if (p->signalled)
+			p->signalled--;
+	}
+	return false;
+}
+
 static void *worker(void *arg)
 {
-	struct fsaio_ctx *ctx = arg;
+	struct fsaio__worker *w = arg;
+	struct fsaio_ctx *ctx = w->ctx;
 	struct fsaio__pool *p = &ctx->pool;
 	struct fsaio_req *r;
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->head && !p->jobs && !p->stopping) {
-			p->idle++;
-			pthread_cond_wait(&p->work, &p->lock);
-			p->idle--;
-			if (p->signalled)
-				p->signalled--;
+		if (idle_wait(p)) {
+			p->nthreads--;
+			w->state = FSAIO__WORKER_GONE;
+			break;
 		}
 		if (p->jobs && !p->stopping) {
 			/* Side jobs first: a prefetch is worth most before the
@@ -123,22 +150,36 @@ static void *worker(void *arg)
 static int spawn(struct fsaio_ctx *ctx)
 {
 	struct fsaio__pool *p = &ctx->pool;
+	struct fsaio__worker *w = NULL;
 	pthread_attr_t attr;
 	sigset_t all, old;
 	char name[16];
 	int ret;
 
+	/* A free place, or a retired worker's: it has returned or is about
+	 * to, without the lock, so it is joined here. */
+	for (unsigned i = 0; i < p->max && !w; i++)
+		if (p->workers[i].state != FSAIO__WORKER_LIVE)
+			w = &p->workers[i];
+	if (!w)
+		return -EAGAIN;
+	if (w->state == FSAIO__WORKER_GONE) {
+		pthread_join(w->tid, NULL);
+		w->state = FSAIO__WORKER_FREE;
+	}
+	w->ctx = ctx;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, WORKER_STACK);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&p->threads[p->nthreads], &attr, worker, ctx);
+	ret = pthread_create(&w->tid, &attr, worker, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (ret)
 		return -ret;
-	snprintf(name, sizeof(name), "fsaio-w%u", p->nthreads);
-	pthread_setname_np(p->threads[p->nthreads], name);
+	snprintf(name, sizeof(name), "fsaio-w%u", (unsigned)(w - p->workers));
+	pthread_setname_np(w->tid, name);
+	w->state = FSAIO__WORKER_LIVE;
 	p->nthreads++;
 	return 0;
 }
@@ -243,7 +284,6 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 	p->head = p->tail = NULL;
 	p->queued = 0;
 	pthread_cond_broadcast(&p->work);
-	n = p->nthreads;
 	pthread_mutex_unlock(&p->lock);
 
 	while ((r = list)) {
@@ -251,8 +291,26 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 		r->next_ = r->prev_ = NULL;
 		ctx->ops->done(ctx, r, -ECANCELED, NULL);
 	}
-	for (unsigned i = 0; i < n; i++)
-		pthread_join(p->threads[i], NULL);
+	/* Join every place that holds a thread; live workers leave once they
+	 * finish what they run. A pass that joined one looks again, for a
+	 * worker started meanwhile (a late request still gets one). */
+	for (bool again = true; again;) {
+		again = false;
+		for (unsigned i = 0; i < p->max; i++) {
+			struct fsaio__worker *w = &p->workers[i];
+			pthread_t tid;
+
+			pthread_mutex_lock(&p->lock);
+			n = w->state;
+			tid = w->tid;
+			w->state = FSAIO__WORKER_FREE;
+			pthread_mutex_unlock(&p->lock);
+			if (n != FSAIO__WORKER_FREE) {
+				pthread_join(tid, NULL);
+				again = true;
+			}
+		}
+	}
 }
 
 unsigned fsaio__pool_busy(struct fsaio_ctx *ctx)

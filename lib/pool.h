@@ -4,6 +4,7 @@
 #define FSAIO_POOL_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "req.h"
 
@@ -16,6 +17,17 @@ struct fsaio__job {
 	bool queued;
 };
 
+/* One worker thread's place; [max] of them, reused once a worker retires. */
+struct fsaio__worker {
+	struct fsaio_ctx *ctx;  /* immutable */
+	pthread_t tid;          /* pool.lock; valid unless state is FREE */
+	uint8_t state;          /* pool.lock: FSAIO__WORKER_* */
+};
+
+#define FSAIO__WORKER_FREE 0    /* never started, or joined */
+#define FSAIO__WORKER_LIVE 1
+#define FSAIO__WORKER_GONE 2    /* retired: returned, not yet joined */
+
 struct fsaio__pool {
 	pthread_mutex_t lock;
 	struct fsaio__job *jobs, *jobs_tail; /* lock: FIFO of side jobs */
@@ -23,13 +35,13 @@ struct fsaio__pool {
 	struct fsaio_req *head; /* lock: FIFO through req->next_/prev_ */
 	struct fsaio_req *tail; /* lock */
 	unsigned queued;        /* lock */
-	unsigned nthreads;      /* lock: threads started */
+	unsigned nthreads;      /* lock: threads live (started, not retired) */
 	unsigned idle;          /* lock: threads waiting on work */
 	unsigned signalled;     /* lock: wake-ups sent and not yet taken */
 	unsigned running;       /* lock: requests being run by a worker */
 	unsigned max;           /* immutable after create */
 	bool stopping;          /* lock */
-	pthread_t *threads;     /* lock: [max], first nthreads valid */
+	struct fsaio__worker *workers; /* [max] */
 };
 
 int fsaio__pool_init(struct fsaio__pool *p, unsigned max);

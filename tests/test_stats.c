@@ -185,7 +185,64 @@ static void check_worker_limit(const struct fsaio_params *p, unsigned limit)
 		t_check_file(fds[i], 0, 4096, 183);
 		t_blocker_fini(&blk[i]);
 	}
-	cr_assert_eq(t_stats(ctx).pool_threads, limit);
+	/* Idle now: none beyond the limit (they may begin to retire). */
+	cr_assert_leq(t_stats(ctx).pool_threads, limit);
+	t_ctx_destroy(ctx);
+}
+
+/* Hold k workers with k blockers, then let their writes finish. */
+static void run_blocked_writes(fsaio_ctx_t *ctx, unsigned k, unsigned seed)
+{
+	struct t_blocker blk[4];
+	struct fsaio_req reqs[4], *rp[4];
+	struct fsaio_event evs[4];
+	uint8_t content[4096];
+	int fds[4];
+
+	cr_assert_leq(k, 4);
+	t_fill_pattern(content, sizeof(content), 0, seed);
+	for (unsigned i = 0; i < k; i++) {
+		t_blocker_init(&blk[i]);
+		fds[i] = t_tmpfile(0, 0);
+		fsaio_prep_pwrite(&reqs[i], fds[i], blk[i].page, blk[i].len, 0);
+		reqs[i].rw_flags = RWF_DSYNC;
+		rp[i] = &reqs[i];
+	}
+	t_submit(ctx, rp, k);
+	for (unsigned i = 0; i < k; i++)
+		t_blocker_wait_fault(&blk[i], T_EVENT_TIMEOUT_MS);
+	cr_assert_eq(t_stats(ctx).pool_threads, k, "one worker per blocked write");
+	for (unsigned i = 0; i < k; i++)
+		t_blocker_release(&blk[i], content);
+	t_reap_all(ctx, k, evs, T_EVENT_TIMEOUT_MS);
+	t_match_events(evs, k, rp, k);
+	for (unsigned i = 0; i < k; i++) {
+		cr_assert_eq(t_event_of(evs, k, &reqs[i])->res, 4096);
+		t_check_file(fds[i], 0, 4096, seed);
+		t_blocker_fini(&blk[i]);
+		close(fds[i]);
+	}
+}
+
+/* Workers that stay idle retire, down to one, and the pool starts new ones
+ * in their places when blocking work comes again. */
+Test(stats, idle_workers_retire_down_to_one)
+{
+	struct fsaio_params p = { .workers = 4 };
+	fsaio_ctx_t *ctx = t_pool_ctx(&p);
+	uint64_t threads = 0;
+
+	run_blocked_writes(ctx, 3, 184);
+	/* A worker retires after a second without work: wait for it, within
+	 * the event timeout. */
+	for (int ms = 0; ms < T_EVENT_TIMEOUT_MS; ms += 20) {
+		threads = t_stats(ctx).pool_threads;
+		if (threads == 1)
+			break;
+		usleep(20 * 1000);
+	}
+	cr_assert_eq(threads, 1, "%llu workers left", (unsigned long long)threads);
+	run_blocked_writes(ctx, 4, 185);
 	t_ctx_destroy(ctx);
 }
 
