@@ -137,6 +137,20 @@ Test(stats, probe_counts)
 	t_ctx_destroy(ctx);
 }
 
+/* A 4 KiB O_DSYNC write to a new file from b's page, which blocks the
+ * worker that runs it until b is released: the file. */
+static int prep_blocked_write(struct t_blocker *b, struct fsaio_req *r)
+{
+	int fd;
+
+	t_blocker_init(b);
+	cr_assert_eq(b->len, 4096, "the suite assumes 4 KiB pages");
+	fd = t_tmpfile(0, 0);
+	fsaio_prep_pwrite(r, fd, b->page, b->len, 0);
+	r->rw_flags = RWF_DSYNC;
+	return fd;
+}
+
 /*
  * Hold k workers with k blockers, one write each; one more request must
  * queue rather than start a thread beyond the limit.
@@ -153,11 +167,7 @@ static void check_worker_limit(const struct fsaio_params *p, unsigned limit)
 
 	t_fill_pattern(content, sizeof(content), 0, 183);
 	for (unsigned i = 0; i < n; i++) {
-		t_blocker_init(&blk[i]);
-		cr_assert_eq(blk[i].len, sizeof(content));
-		fds[i] = t_tmpfile(0, 0);
-		fsaio_prep_pwrite(&reqs[i], fds[i], blk[i].page, blk[i].len, 0);
-		reqs[i].rw_flags = RWF_DSYNC;
+		fds[i] = prep_blocked_write(&blk[i], &reqs[i]);
 		rp[i] = &reqs[i];
 	}
 	t_submit(ctx, rp, n);
@@ -202,10 +212,7 @@ static void run_blocked_writes(fsaio_ctx_t *ctx, unsigned k, unsigned seed)
 	cr_assert_leq(k, 4);
 	t_fill_pattern(content, sizeof(content), 0, seed);
 	for (unsigned i = 0; i < k; i++) {
-		t_blocker_init(&blk[i]);
-		fds[i] = t_tmpfile(0, 0);
-		fsaio_prep_pwrite(&reqs[i], fds[i], blk[i].page, blk[i].len, 0);
-		reqs[i].rw_flags = RWF_DSYNC;
+		fds[i] = prep_blocked_write(&blk[i], &reqs[i]);
 		rp[i] = &reqs[i];
 	}
 	t_submit(ctx, rp, k);

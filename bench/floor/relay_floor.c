@@ -93,6 +93,22 @@ static long peek_ring(aio_context_t ctx)
 	return n;
 }
 
+/* The iocb of request number sent, in its buffer; signalling efd if resfd. */
+static struct iocb *prep_iocb(struct iocb *c, long sent, bool resfd)
+{
+	memset(c, 0, sizeof(*c));
+	c->aio_lio_opcode = writes ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
+	c->aio_fildes = (uint32_t)fd;
+	c->aio_buf = (uint64_t)(uintptr_t)(bufs + (sent % depth) * BS);
+	c->aio_nbytes = BS;
+	c->aio_offset = (int64_t)sent * BS;
+	if (resfd) {
+		c->aio_flags = IOCB_FLAG_RESFD;
+		c->aio_resfd = (uint32_t)efd;
+	}
+	return c;
+}
+
 static void run_kaio(void)
 {
 	aio_context_t ctx = 0;
@@ -105,17 +121,7 @@ static void run_kaio(void)
 	}
 	while (done < count) {
 		while (sent < count && sent - done < (long)depth) {
-			struct iocb *c = &cb[sent % depth];
-
-			memset(c, 0, sizeof(*c));
-			c->aio_lio_opcode = writes ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
-			c->aio_fildes = (uint32_t)fd;
-			c->aio_buf = (uint64_t)(uintptr_t)(bufs + (sent % depth) * BS);
-			c->aio_nbytes = BS;
-			c->aio_offset = (int64_t)sent * BS;
-			c->aio_flags = IOCB_FLAG_RESFD;
-			c->aio_resfd = (uint32_t)efd;
-			cbp = c;
+			cbp = prep_iocb(&cb[sent % depth], sent, true);
 			if (syscall(SYS_io_submit, ctx, 1, &cbp) != 1) {
 				perror("io_submit");
 				exit(1);
@@ -264,15 +270,7 @@ static void run_krelay(void)
 	pthread_create(&th, NULL, krelay_thread, NULL);
 	while (done < count) {
 		while (sent < count && sent - done < (long)depth) {
-			struct iocb *c = &cb[sent % depth];
-
-			memset(c, 0, sizeof(*c));
-			c->aio_lio_opcode = writes ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
-			c->aio_fildes = (uint32_t)fd;
-			c->aio_buf = (uint64_t)(uintptr_t)(bufs + (sent % depth) * BS);
-			c->aio_nbytes = BS;
-			c->aio_offset = (int64_t)sent * BS;
-			cbp = c;
+			cbp = prep_iocb(&cb[sent % depth], sent, false);
 			if (syscall(SYS_io_submit, kctx, 1, &cbp) != 1) {
 				perror("io_submit");
 				exit(1);
@@ -281,14 +279,9 @@ static void run_krelay(void)
 		}
 		done += (long)wait_efd();
 	}
-	/* One last read wakes the relay to see stop_relay. */
+	/* One last request wakes the relay to see stop_relay. */
 	stop_relay = 1;
-	memset(&stop, 0, sizeof(stop));
-	stop.aio_lio_opcode = IOCB_CMD_PREAD;
-	stop.aio_fildes = (uint32_t)fd;
-	stop.aio_buf = (uint64_t)(uintptr_t)bufs;
-	stop.aio_nbytes = BS;
-	cbp = &stop;
+	cbp = prep_iocb(&stop, 0, false);
 	syscall(SYS_io_submit, kctx, 1, &cbp);
 	pthread_join(th, NULL);
 	syscall(SYS_io_destroy, kctx);
