@@ -7,9 +7,10 @@
  * pool.max joinable threads, started on demand when work arrives and no
  * worker is idle. A worker idle for IDLE_RETIRE_NS retires, down to one,
  * so the pool's size follows the blocking work it has had lately, not its
- * limit; its place is joined and reused by the next start. One mutex and
- * one condition variable (monotonic clock); a waiter is signalled only
- * when one is idle and not already woken.
+ * limit: it detaches itself and frees its place under pool.lock, and
+ * touches nothing of the pool after it drops the lock (destroy joins only
+ * the live). One mutex and one condition variable (monotonic clock); a
+ * waiter is signalled only when one is idle and not already woken.
  * Workers block every signal (the caller's handlers must not run on them)
  * and are named fsaio-wN. Side jobs (struct fsaio__job: readahead.c's
  * prefetches) wait in a second FIFO and are run before requests; they are
@@ -112,7 +113,8 @@ static void *worker(void *arg)
 	for (;;) {
 		if (idle_wait(p)) {
 			p->nthreads--;
-			w->state = FSAIO__WORKER_GONE;
+			w->live = false;
+			pthread_detach(pthread_self());
 			break;
 		}
 		if (p->jobs && !p->stopping) {
@@ -156,17 +158,11 @@ static int spawn(struct fsaio_ctx *ctx)
 	char name[16];
 	int ret;
 
-	/* A free place, or a retired worker's: it has returned or is about
-	 * to, without the lock, so it is joined here. */
 	for (unsigned i = 0; i < p->max && !w; i++)
-		if (p->workers[i].state != FSAIO__WORKER_LIVE)
+		if (!p->workers[i].live)
 			w = &p->workers[i];
 	if (!w)
 		return -EAGAIN;
-	if (w->state == FSAIO__WORKER_GONE) {
-		pthread_join(w->tid, NULL);
-		w->state = FSAIO__WORKER_FREE;
-	}
 	w->ctx = ctx;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, WORKER_STACK);
@@ -179,7 +175,7 @@ static int spawn(struct fsaio_ctx *ctx)
 		return -ret;
 	snprintf(name, sizeof(name), "fsaio-w%u", (unsigned)(w - p->workers));
 	pthread_setname_np(w->tid, name);
-	w->state = FSAIO__WORKER_LIVE;
+	w->live = true;
 	p->nthreads++;
 	return 0;
 }
@@ -265,7 +261,6 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 {
 	struct fsaio__pool *p = &ctx->pool;
 	struct fsaio_req *list, *r;
-	unsigned n;
 
 	pthread_mutex_lock(&p->lock);
 	p->stopping = true;
@@ -291,21 +286,22 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 		r->next_ = r->prev_ = NULL;
 		ctx->ops->done(ctx, r, -ECANCELED, NULL);
 	}
-	/* Join every place that holds a thread; live workers leave once they
-	 * finish what they run. A pass that joined one looks again, for a
-	 * worker started meanwhile (a late request still gets one). */
+	/* Join the live workers; they leave once they finish what they run
+	 * (with stopping set, none retires). A pass that joined one looks
+	 * again, for a worker started meanwhile (a late request gets one). */
 	for (bool again = true; again;) {
 		again = false;
 		for (unsigned i = 0; i < p->max; i++) {
 			struct fsaio__worker *w = &p->workers[i];
 			pthread_t tid;
+			bool live;
 
 			pthread_mutex_lock(&p->lock);
-			n = w->state;
+			live = w->live;
 			tid = w->tid;
-			w->state = FSAIO__WORKER_FREE;
+			w->live = false;
 			pthread_mutex_unlock(&p->lock);
-			if (n != FSAIO__WORKER_FREE) {
+			if (live) {
 				pthread_join(tid, NULL);
 				again = true;
 			}

@@ -4,7 +4,7 @@
 #define FSAIO_POOL_H
 
 #include <pthread.h>
-#include <stdint.h>
+#include <stdbool.h>
 
 #include "req.h"
 
@@ -19,14 +19,10 @@ struct fsaio__job {
 
 /* One worker thread's place; [max] of them, reused once a worker retires. */
 struct fsaio__worker {
-	struct fsaio_ctx *ctx;  /* immutable */
-	pthread_t tid;          /* pool.lock; valid unless state is FREE */
-	uint8_t state;          /* pool.lock: FSAIO__WORKER_* */
+	struct fsaio_ctx *ctx;  /* pool.lock, set before the thread starts */
+	pthread_t tid;          /* pool.lock; valid while live */
+	bool live;              /* pool.lock: a joinable thread runs here */
 };
-
-#define FSAIO__WORKER_FREE 0    /* never started, or joined */
-#define FSAIO__WORKER_LIVE 1
-#define FSAIO__WORKER_GONE 2    /* retired: returned, not yet joined */
 
 struct fsaio__pool {
 	pthread_mutex_t lock;
