@@ -80,21 +80,29 @@ static void fifo_unlink(struct fsaio__pool *p, struct fsaio_req *r)
 	p->queued--;
 }
 
-/* Wait for work until the idle period ends: whether to retire. Under lock;
+/* Wait for work until the idle period ends: whether to retire. The last
+ * worker, its period over, waits on without a deadline. Under lock;
  * whatever woke it, work in the FIFO is taken before any retiring, so no
  * signal is lost on a worker that leaves. */
 static bool idle_wait(struct fsaio__pool *p)
 {
-	struct timespec end;
+	struct timespec end = { 0, 0 };
+	bool timed = true;
 	int ret = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += IDLE_RETIRE_NS / 1000000000;
 	while (!p->head && !p->jobs && !p->stopping) {
-		if (ret == ETIMEDOUT && p->nthreads > 1)
-			return true;
+		if (ret == ETIMEDOUT) {
+			if (p->nthreads > 1)
+				return true;
+			timed = false;
+		}
+		if (timed && !end.tv_sec) {
+			clock_gettime(CLOCK_MONOTONIC, &end);
+			end.tv_sec += IDLE_RETIRE_NS / 1000000000;
+		}
 		p->idle++;
-		ret = pthread_cond_timedwait(&p->work, &p->lock, &end);
+		ret = timed ? pthread_cond_timedwait(&p->work, &p->lock, &end)
+			    : pthread_cond_wait(&p->work, &p->lock);
 		p->idle--;
 		if (p->signalled)
 			p->signalled--;

@@ -9,6 +9,7 @@
 #include "t_helpers.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define KiB 1024u
@@ -137,6 +138,16 @@ Test(stats, probe_counts)
 	t_ctx_destroy(ctx);
 }
 
+/* CPU time of the whole process, user and system. */
+static double t_cpu_seconds(void)
+{
+	struct rusage ru;
+
+	cr_assert_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* A 4 KiB O_DSYNC write to a new file from b's page, which blocks the
  * worker that runs it until b is released: the file. */
 static int prep_blocked_write(struct t_blocker *b, struct fsaio_req *r)
@@ -249,6 +260,11 @@ Test(stats, idle_workers_retire_down_to_one)
 		usleep(20 * 1000);
 	}
 	cr_assert_eq(threads, 1, "%llu workers left", (unsigned long long)threads);
+	/* The one left waits without burning CPU once its period is over. */
+	double cpu = t_cpu_seconds();
+	usleep(1500 * 1000);
+	cpu = t_cpu_seconds() - cpu;
+	cr_assert_lt(cpu, 0.5, "%.2f s of CPU while the pool was idle", cpu);
 	run_blocked_writes(ctx, 4, 185);
 	t_ctx_destroy(ctx);
 }
