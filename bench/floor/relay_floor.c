@@ -26,7 +26,11 @@
  * of the same blocks instead of reads (they overwrite FILE's first
  * COUNT * 4 KiB: use a scratch file).
  *
- *   fsaio-relay-floor FILE [COUNT [DEPTH [read|write]]]
+ *   fsaio-relay-floor FILE [COUNT [DEPTH [read|write [coop]]]]
+ *
+ * With "coop", the io_uring relays' ring is made with
+ * IORING_SETUP_COOP_TASKRUN, as libfsaio makes a ring whose completions
+ * its thread relays.
  *
  * Prints IOPS, CPU microseconds and context switches per I/O of the whole
  * process for each, the four in turn, twice.
@@ -52,7 +56,7 @@
 #define BS 4096
 
 static int fd, efd, efd_held;
-static bool checked, writes;
+static bool checked, writes, coop;
 static unsigned depth = 1;
 static long count = 20000;
 static char *bufs;
@@ -192,7 +196,7 @@ static void run_relay(void)
 	pthread_t th;
 	long sent = 0, done = 0;
 
-	if (io_uring_queue_init(256, &ring, 0) < 0) {
+	if (io_uring_queue_init(256, &ring, coop ? IORING_SETUP_COOP_TASKRUN : 0) < 0) {
 		fprintf(stderr, "io_uring_queue_init failed\n");
 		exit(1);
 	}
@@ -316,6 +320,8 @@ int main(int argc, char **argv)
 		depth = (unsigned)atoi(argv[3]);
 	if (argc > 4)
 		writes = !strcmp(argv[4], "write");
+	if (argc > 5)
+		coop = !strcmp(argv[5], "coop");
 	if (count <= 0 || depth < 1 || depth > 64) {
 		fprintf(stderr, "fsaio-relay-floor: COUNT > 0, DEPTH 1..64\n");
 		return 2;
