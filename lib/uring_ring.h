@@ -39,6 +39,14 @@
 #define OWN_THREAD 1u           /* the completion thread */
 #define OWN_CALLER 2u           /* a caller waiting for events (fsaio__drive) */
 
+/* What the completion thread will do with SQEs a submitter publishes
+ * without entering (uring.c, leave_to_thread): nothing (OFF: the submitter
+ * enters), submit them before it next sleeps (RUN), or submit them when its
+ * current wait ends, within RELAY_WAIT_NS (WAIT). */
+#define ISSUER_OFF 0u
+#define ISSUER_RUN 1u
+#define ISSUER_WAIT 2u
+
 /* A cancel waiting for its answer (TAG_CANCEL). */
 struct fsaio__cancel_wait {
 	_Atomic uint32_t done;  /* futex word: 0 waiting, 1 answered */
@@ -76,6 +84,16 @@ struct fsaio__uring {
 	_Atomic int needs;
 	_Atomic uint32_t park;
 	_Atomic bool parked;
+	/*
+	 * The thread issues for relayed contexts (uring.c, leave_to_thread):
+	 * relay_batch says the batch being prepared may be left to it, with
+	 * relay_reqs requests (both sq_lock). issuer (ISSUER_*) is the
+	 * thread's, seq_cst: Dekker with the submitter's publication of the
+	 * SQ tail.
+	 */
+	_Atomic uint32_t issuer;
+	bool relay_batch;
+	unsigned relay_reqs;
 	/* owner: slots of requests finished in the current harvest round,
 	 * given back in one round of sq_lock before their events are posted. */
 	uint32_t rel_slots[HARVEST_MAX];

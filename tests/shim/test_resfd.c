@@ -265,3 +265,63 @@ Test(resfd, a_submitter_that_stays_in_user_space_is_not_waited_for)
 	close(fd);
 	close(efd);
 }
+
+/* A program that keeps a queue of O_DIRECT reads full, one io_submit per
+ * request, reaping as its eventfd says: the engine may leave a request to
+ * its completion thread to submit while others are in flight. Every
+ * request must still complete, once, with its data. */
+Test(resfd, a_full_queue_of_single_submits)
+{
+	enum { DEPTH = 16, TOTAL = 400, BLOCKS = 256 };
+	io_context_t ctx = t_ctx(DEPTH);
+	char path[4096];
+	int fd = t_file_path(BLOCKS * 4096, 36, path, sizeof(path)), dfd;
+	int efd = eventfd(0, 0);
+	struct iocb cb[DEPTH];
+	struct io_event ev[DEPTH];
+	int free_slot[DEPTH], nfree = DEPTH, sent = 0, done = 0;
+	char *buf = NULL;
+
+	cr_assert_geq(efd, 0);
+	cr_assert_eq(fsync(fd), 0);
+	dfd = open(path, O_RDONLY | O_DIRECT);
+	if (dfd < 0)
+		cr_skip_test("O_DIRECT refused here: %s", strerror(errno));
+	cr_assert_eq(posix_memalign((void **)&buf, 4096, DEPTH * 4096), 0);
+	for (int i = 0; i < DEPTH; i++)
+		free_slot[i] = i;
+	while (done < TOTAL) {
+		struct pollfd pfd = { .fd = efd, .events = POLLIN };
+		struct timespec zero = { 0, 0 };
+		int n;
+
+		while (nfree && sent < TOTAL) {
+			int s = free_slot[--nfree];
+			struct iocb *p = &cb[s];
+
+			io_prep_pread(p, dfd, buf + s * 4096, 4096, 4096LL * ((sent * 7) % BLOCKS));
+			io_set_eventfd(p, efd);
+			p->data = (void *)(intptr_t)((sent * 7) % BLOCKS);
+			T_EXPECT(io_submit(ctx, 1, &p), 1);
+			sent++;
+		}
+		cr_assert_eq(poll(&pfd, 1, T_WAIT_SEC * 1000), 1, "no event for %d of %d", done, TOTAL);
+		(void)efd_read(efd);
+		n = io_getevents(ctx, 0, DEPTH, ev, &zero);
+		cr_assert_geq(n, 0);
+		for (int i = 0; i < n; i++) {
+			struct iocb *p = ev[i].obj;
+			int s = (int)(p - cb);
+
+			cr_assert_eq(ev[i].res, 4096);
+			t_check(buf + s * 4096, 4096, 4096LL * (intptr_t)ev[i].data, 36);
+			free_slot[nfree++] = s;
+		}
+		done += n;
+	}
+	T_EXPECT(io_destroy(ctx), 0);
+	free(buf);
+	close(dfd);
+	close(fd);
+	close(efd);
+}
