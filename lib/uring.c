@@ -413,8 +413,10 @@ static void publish(struct fsaio__uring *u)
  */
 static bool leave_to_thread(struct fsaio__uring *u, unsigned reqs)
 {
-	atomic_thread_fence(memory_order_seq_cst);
-	switch (atomic_load(&u->issuer)) {
+	/* A read-modify-write, as the thread's change of issuer is: the two
+	 * are ordered, and the tail published before ours reaches the thread
+	 * if its change comes after. */
+	switch (atomic_fetch_or(&u->issuer, 0)) {
 	case ISSUER_RUN:
 		return true;
 	case ISSUER_WAIT:

@@ -229,8 +229,8 @@ static int thread_wait(struct fsaio__uring *u, int64_t ns, bool hold)
 
 	if (ns >= 0)
 		flags |= IORING_ENTER_EXT_ARG;
-	atomic_store(&u->issuer, hold ? ISSUER_WAIT : ISSUER_OFF);
-	atomic_thread_fence(memory_order_seq_cst);
+	/* An exchange: see leave_to_thread. */
+	atomic_exchange(&u->issuer, hold ? ISSUER_WAIT : ISSUER_OFF);
 	ret = io_uring_enter2((unsigned)u->ring.ring_fd, unsubmitted(u), 1, flags,
 			      ns >= 0 ? (sigset_t *)&arg : NULL,
 			      ns >= 0 ? sizeof(arg) : _NSIG / 8);
@@ -244,8 +244,7 @@ static void stop_issuing(struct fsaio__uring *u)
 {
 	unsigned n;
 
-	atomic_store(&u->issuer, ISSUER_OFF);
-	atomic_thread_fence(memory_order_seq_cst);
+	atomic_exchange(&u->issuer, ISSUER_OFF);
 	while ((n = unsubmitted(u))) {
 		int ret = io_uring_enter((unsigned)u->ring.ring_fd, n, 0, 0, NULL);
 
