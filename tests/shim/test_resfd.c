@@ -186,6 +186,20 @@ Test(resfd, many_eventfds_in_turn)
 	close(fd);
 }
 
+/* The file at path (written through fd) opened again with O_DIRECT, and
+ * an aligned buffer of blocks 4 KiB blocks; skips where O_DIRECT is refused. */
+static int open_direct(int fd, const char *path, char **buf, int blocks)
+{
+	int dfd;
+
+	cr_assert_eq(fsync(fd), 0);
+	dfd = open(path, O_RDONLY | O_DIRECT);
+	if (dfd < 0)
+		cr_skip_test("O_DIRECT refused here: %s", strerror(errno));
+	cr_assert_eq(posix_memalign((void **)buf, 4096, (size_t)blocks * 4096), 0);
+	return dfd;
+}
+
 struct spin_reader {
 	io_context_t ctx;
 	int efd, want;
@@ -234,11 +248,7 @@ Test(resfd, a_submitter_that_stays_in_user_space_is_not_waited_for)
 	char *buf = NULL;
 
 	cr_assert_geq(efd, 0);
-	cr_assert_eq(fsync(fd), 0);
-	dfd = open(path, O_RDONLY | O_DIRECT);
-	if (dfd < 0)
-		cr_skip_test("O_DIRECT refused here: %s", strerror(errno));
-	cr_assert_eq(posix_memalign((void **)&buf, 4096, N * 4096), 0);
+	dfd = open_direct(fd, path, &buf, N);
 	for (int i = 0; i < N; i++) {
 		io_prep_pread(&cb[i], dfd, buf + i * 4096, 4096, 4096LL * 16 * i);
 		io_set_eventfd(&cb[i], efd);
@@ -283,11 +293,7 @@ Test(resfd, a_full_queue_of_single_submits)
 	char *buf = NULL;
 
 	cr_assert_geq(efd, 0);
-	cr_assert_eq(fsync(fd), 0);
-	dfd = open(path, O_RDONLY | O_DIRECT);
-	if (dfd < 0)
-		cr_skip_test("O_DIRECT refused here: %s", strerror(errno));
-	cr_assert_eq(posix_memalign((void **)&buf, 4096, DEPTH * 4096), 0);
+	dfd = open_direct(fd, path, &buf, DEPTH);
 	for (int i = 0; i < DEPTH; i++)
 		free_slot[i] = i;
 	while (done < TOTAL) {
