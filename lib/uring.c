@@ -452,14 +452,22 @@ void fsaio__uring_flush(struct fsaio_ctx *ctx)
 	pthread_mutex_unlock(&u->sq_lock);
 	if (relay && leave_to_thread(u, relay_reqs))
 		return;
-	for (;;) {
-		unsigned n = io_uring_smp_load_acquire(u->ring.sq.ktail) -
-			     io_uring_smp_load_acquire(u->ring.sq.khead);
-		int ret;
+	fsaio__ring_enter_published(u);
+}
 
-		if (!n)
-			return;
-		ret = io_uring_enter((unsigned)u->ring.ring_fd, n, 0, 0, NULL);
+unsigned fsaio__ring_unsubmitted(struct fsaio__uring *u)
+{
+	return io_uring_smp_load_acquire(u->ring.sq.ktail) -
+	       io_uring_smp_load_acquire(u->ring.sq.khead);
+}
+
+void fsaio__ring_enter_published(struct fsaio__uring *u)
+{
+	unsigned n;
+
+	while ((n = fsaio__ring_unsubmitted(u))) {
+		int ret = io_uring_enter((unsigned)u->ring.ring_fd, n, 0, 0, NULL);
+
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
 			atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 			return;

@@ -205,13 +205,6 @@ static void idle_chores(struct fsaio__uring *u, uint32_t *gen)
 	*gen = g;
 }
 
-/* Published SQEs the kernel has not taken yet. */
-static unsigned unsubmitted(struct fsaio__uring *u)
-{
-	return io_uring_smp_load_acquire(u->ring.sq.ktail) -
-	       io_uring_smp_load_acquire(u->ring.sq.khead);
-}
-
 /*
  * Submit what submitters left to the thread (uring.c, leave_to_thread) and
  * sleep in the ring until a CQE comes, at most ns (< 0: no limit; ext_arg
@@ -231,7 +224,7 @@ static int thread_wait(struct fsaio__uring *u, int64_t ns, bool hold)
 		flags |= IORING_ENTER_EXT_ARG;
 	/* An exchange: see leave_to_thread. */
 	atomic_exchange(&u->issuer, hold ? ISSUER_WAIT : ISSUER_OFF);
-	ret = io_uring_enter2((unsigned)u->ring.ring_fd, unsubmitted(u), 1, flags,
+	ret = io_uring_enter2((unsigned)u->ring.ring_fd, fsaio__ring_unsubmitted(u), 1, flags,
 			      ns >= 0 ? (sigset_t *)&arg : NULL,
 			      ns >= 0 ? sizeof(arg) : _NSIG / 8);
 	atomic_store(&u->issuer, ISSUER_RUN);
@@ -242,15 +235,8 @@ static int thread_wait(struct fsaio__uring *u, int64_t ns, bool hold)
  * publishes after this reads OFF and enters itself. */
 static void stop_issuing(struct fsaio__uring *u)
 {
-	unsigned n;
-
 	atomic_exchange(&u->issuer, ISSUER_OFF);
-	while ((n = unsubmitted(u))) {
-		int ret = io_uring_enter((unsigned)u->ring.ring_fd, n, 0, 0, NULL);
-
-		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
-			break;
-	}
+	fsaio__ring_enter_published(u);
 }
 
 void *fsaio__ring_thread(void *arg)

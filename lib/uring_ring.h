@@ -122,6 +122,11 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 /* A CQE of a request (tagged user_data handled by the caller). */
 void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			struct fsaio__batch *b);
+/* Published SQEs the kernel has not taken yet. */
+unsigned fsaio__ring_unsubmitted(struct fsaio__uring *u);
+/* Enter until the kernel has taken every published SQE; a refused enter
+ * leaves them to the next flush (pending). Without sq_lock. */
+void fsaio__ring_enter_published(struct fsaio__uring *u);
 void fsaio__ring_clear_slots(struct fsaio__uring *u);
 void fsaio__ring_release_slots(struct fsaio__uring *u);  /* under owner */
 void fsaio__ring_wake_thread(struct fsaio__uring *u);
