@@ -208,21 +208,6 @@ static void wake_for_waiters(struct fsaio__uring *u)
 		fsaio__ring_wake_thread(u);
 }
 
-/*
- * A batch of a relayed context (someone relies on the thread: an eventfd
- * reader, RESFD requests) may be left to the thread to submit, so that
- * io_uring runs the requests' completions as task work of the thread that
- * harvests them, not of a submitter that sleeps elsewhere, and the device's
- * doorbell is paid there (leave_to_thread). Under sq_lock, with nothing
- * prepared before: a batch left to the thread is only its own.
- */
-static void mark_relay_batch(struct fsaio__uring *u)
-{
-	if (!u->relay_batch && u->ring.sq.sqe_tail == u->ring.sq.sqe_head && u->ext_arg &&
-	    atomic_load(&u->ctx->ring_needs) > 0)
-		u->relay_batch = true;
-}
-
 /* Queue r's remainder; called by submitters and by whoever harvests, to
  * continue a short result. -ESHUTDOWN once destroy began. */
 int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer)
@@ -246,10 +231,6 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	}
 	if (!again)
 		r->exec_ = 0;
-	if (!again && defer) {
-		mark_relay_batch(u);
-		u->relay_reqs += u->relay_batch;
-	}
 	if (!again && (ret = bind_slot(u, r, bind))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
@@ -403,30 +384,6 @@ static void publish(struct fsaio__uring *u)
 }
 
 /*
- * A relayed batch of reqs requests, published: whether the thread will
- * submit it, so the submitter need not enter. Running, the thread submits
- * what is published before it sleeps (it reads the tail after setting
- * issuer; we read issuer after publishing the tail). In its short wait
- * (RELAY_WAIT_NS), it submits when it wakes: left to it only while other
- * requests are in flight, whose completions will likely wake it sooner.
- * Otherwise (depth 1, or the thread away) the submitter enters itself.
- */
-static bool leave_to_thread(struct fsaio__uring *u, unsigned reqs)
-{
-	/* A read-modify-write, as the thread's change of issuer is: the two
-	 * are ordered, and the tail published before ours reaches the thread
-	 * if its change comes after. */
-	switch (atomic_fetch_or(&u->issuer, 0)) {
-	case ISSUER_RUN:
-		return true;
-	case ISSUER_WAIT:
-		return atomic_load(&u->inflight) > reqs;
-	default:
-		return false;
-	}
-}
-
-/*
  * The one io_uring_enter of an fsaio_submit call. The SQEs are published
  * under sq_lock and the kernel is entered without it: the enter pays the
  * device's doorbell, and the harvester must not wait for that to give back
@@ -437,37 +394,21 @@ static bool leave_to_thread(struct fsaio__uring *u, unsigned reqs)
 void fsaio__uring_flush(struct fsaio_ctx *ctx)
 {
 	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
-	unsigned relay_reqs;
-	bool relay;
 
 	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE ||
 	    !atomic_load_explicit(&u->pending, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&u->sq_lock);
-	relay = u->relay_batch;
-	relay_reqs = u->relay_reqs;
-	u->relay_batch = false;
-	u->relay_reqs = 0;
 	publish(u);
 	pthread_mutex_unlock(&u->sq_lock);
-	if (relay && leave_to_thread(u, relay_reqs))
-		return;
-	fsaio__ring_enter_published(u);
-}
+	for (;;) {
+		unsigned n = io_uring_smp_load_acquire(u->ring.sq.ktail) -
+			     io_uring_smp_load_acquire(u->ring.sq.khead);
+		int ret;
 
-unsigned fsaio__ring_unsubmitted(struct fsaio__uring *u)
-{
-	return io_uring_smp_load_acquire(u->ring.sq.ktail) -
-	       io_uring_smp_load_acquire(u->ring.sq.khead);
-}
-
-void fsaio__ring_enter_published(struct fsaio__uring *u)
-{
-	unsigned n;
-
-	while ((n = fsaio__ring_unsubmitted(u))) {
-		int ret = io_uring_enter((unsigned)u->ring.ring_fd, n, 0, 0, NULL);
-
+		if (!n)
+			return;
+		ret = io_uring_enter((unsigned)u->ring.ring_fd, n, 0, 0, NULL);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
 			atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 			return;

@@ -21,14 +21,6 @@
  *
  * A driver waiting in the ring sets cq.ring_waiter; a completion posted by
  * another thread (a worker, the poller) kicks it with a NOP.
- *
- * For a relayed context (needs > 0: nobody waits in the ring, the thread
- * relays every completion) the thread also submits: a submitter leaves its
- * published SQEs to it while it runs, or waits in the ring for at most
- * RELAY_WAIT_NS with other requests in flight (uring.c, leave_to_thread).
- * Their completions then run as the thread's own task work in its wait,
- * instead of interrupting a submitter that sleeps elsewhere, and the
- * device's doorbell is paid on the thread's CPU.
  */
 #include <errno.h>
 #include <limits.h>
@@ -44,10 +36,6 @@
 
 /* How long the thread stays parked, at a time, while callers drive. */
 #define STEP_BACK_NS 10000000LL
-/* How long the thread waits in the ring at a time while a relayed
- * context has requests in flight: SQEs a submitter left to it
- * (uring.c, leave_to_thread) wait at most this long. */
-#define RELAY_WAIT_NS 1000000LL
 
 /* FUTEX_WAIT for at most ns (< 0: no limit): 0, or -errno. */
 static int futex_wait(_Atomic uint32_t *w, uint32_t val, int64_t ns)
@@ -205,40 +193,6 @@ static void idle_chores(struct fsaio__uring *u, uint32_t *gen)
 	*gen = g;
 }
 
-/*
- * Submit what submitters left to the thread (uring.c, leave_to_thread) and
- * sleep in the ring until a CQE comes, at most ns (< 0: no limit; ext_arg
- * only). hold: submitters may leave SQEs meanwhile (issuer WAIT, with ns
- * RELAY_WAIT_NS), or must enter themselves (OFF). The tail is read after
- * issuer is set: what a submitter published before it saw the new state
- * is submitted here. 0 or -errno.
- */
-static int thread_wait(struct fsaio__uring *u, int64_t ns, bool hold)
-{
-	struct __kernel_timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
-	struct io_uring_getevents_arg arg = { .ts = (uint64_t)(uintptr_t)&ts };
-	unsigned flags = IORING_ENTER_GETEVENTS;
-	int ret;
-
-	if (ns >= 0)
-		flags |= IORING_ENTER_EXT_ARG;
-	/* An exchange: see leave_to_thread. */
-	atomic_exchange(&u->issuer, hold ? ISSUER_WAIT : ISSUER_OFF);
-	ret = io_uring_enter2((unsigned)u->ring.ring_fd, fsaio__ring_unsubmitted(u), 1, flags,
-			      ns >= 0 ? (sigset_t *)&arg : NULL,
-			      ns >= 0 ? sizeof(arg) : _NSIG / 8);
-	atomic_store(&u->issuer, ISSUER_RUN);
-	return ret < 0 ? ret : 0;
-}
-
-/* The thread stops issuing: submit what was left to it. A submitter that
- * publishes after this reads OFF and enters itself. */
-static void stop_issuing(struct fsaio__uring *u)
-{
-	atomic_exchange(&u->issuer, ISSUER_OFF);
-	fsaio__ring_enter_published(u);
-}
-
 void *fsaio__ring_thread(void *arg)
 {
 	struct fsaio__uring *u = arg;
@@ -259,8 +213,10 @@ void *fsaio__ring_thread(void *arg)
 			(void)wait_owner(u, was, STEP_BACK_NS);
 			continue;
 		}
-		atomic_store(&u->issuer, ISSUER_RUN);
 		for (;;) {
+			struct io_uring_cqe *cqe;
+			struct __kernel_timespec ts = { .tv_nsec = STEP_BACK_NS };
+
 			harvest(u, false);
 			if (atomic_load(&u->stop) ? !atomic_load(&u->inflight) :
 			    atomic_load(&u->ctx->ring_needs) <= 0 && atomic_load(&u->drivers))
@@ -268,18 +224,14 @@ void *fsaio__ring_thread(void *arg)
 			/* Idle with files held: look again after a while. */
 			if (idle_dirty(u) && u->ext_arg) {
 				gen = atomic_load_explicit(&u->queued_gen, memory_order_relaxed);
-				if (thread_wait(u, STEP_BACK_NS, false) == -ETIME)
+				if (io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts) == -ETIME)
 					idle_chores(u, &gen);
 			} else {
-				bool relayed = u->ext_arg && atomic_load(&u->ctx->ring_needs) > 0 &&
-					       atomic_load(&u->inflight);
-
 				if (idle_dirty(u))
 					fsaio__ring_clear_slots(u);
-				(void)thread_wait(u, relayed ? RELAY_WAIT_NS : -1, relayed);
+				(void)io_uring_wait_cqe(&u->ring, &cqe);
 			}
 		}
-		stop_issuing(u);
 		release_owner(u);
 		seen_drive = atomic_load(&u->drive_seq);
 	}

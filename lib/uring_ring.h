@@ -39,14 +39,6 @@
 #define OWN_THREAD 1u           /* the completion thread */
 #define OWN_CALLER 2u           /* a caller waiting for events (fsaio__drive) */
 
-/* What the completion thread will do with SQEs a submitter publishes
- * without entering (uring.c, leave_to_thread): nothing (OFF: the submitter
- * enters), submit them before it next sleeps (RUN), or submit them when its
- * current wait ends, within RELAY_WAIT_NS (WAIT). */
-#define ISSUER_OFF 0u
-#define ISSUER_RUN 1u
-#define ISSUER_WAIT 2u
-
 /* A cancel waiting for its answer (TAG_CANCEL). */
 struct fsaio__cancel_wait {
 	_Atomic uint32_t done;  /* futex word: 0 waiting, 1 answered */
@@ -84,16 +76,6 @@ struct fsaio__uring {
 	_Atomic int needs;
 	_Atomic uint32_t park;
 	_Atomic bool parked;
-	/*
-	 * The thread issues for relayed contexts (uring.c, leave_to_thread):
-	 * relay_batch says the batch being prepared may be left to it, with
-	 * relay_reqs requests (both sq_lock). issuer (ISSUER_*) is the
-	 * thread's, seq_cst: Dekker with the submitter's publication of the
-	 * SQ tail.
-	 */
-	_Atomic uint32_t issuer;
-	bool relay_batch;
-	unsigned relay_reqs;
 	/* owner: slots of requests finished in the current harvest round,
 	 * given back in one round of sq_lock before their events are posted. */
 	uint32_t rel_slots[HARVEST_MAX];
@@ -122,11 +104,6 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 /* A CQE of a request (tagged user_data handled by the caller). */
 void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			struct fsaio__batch *b);
-/* Published SQEs the kernel has not taken yet. */
-unsigned fsaio__ring_unsubmitted(struct fsaio__uring *u);
-/* Enter until the kernel has taken every published SQE; a refused enter
- * leaves them to the next flush (pending). Without sq_lock. */
-void fsaio__ring_enter_published(struct fsaio__uring *u);
 void fsaio__ring_clear_slots(struct fsaio__uring *u);
 void fsaio__ring_release_slots(struct fsaio__uring *u);  /* under owner */
 void fsaio__ring_wake_thread(struct fsaio__uring *u);

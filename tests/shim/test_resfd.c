@@ -277,9 +277,8 @@ Test(resfd, a_submitter_that_stays_in_user_space_is_not_waited_for)
 }
 
 /* A program that keeps a queue of O_DIRECT reads full, one io_submit per
- * request, reaping as its eventfd says: the engine may leave a request to
- * its completion thread to submit while others are in flight. Every
- * request must still complete, once, with its data. */
+ * request, reaping as its eventfd says, while the engine's thread relays
+ * the completions. Every request must complete, once, with its data. */
 Test(resfd, a_full_queue_of_single_submits)
 {
 	enum { DEPTH = 16, TOTAL = 400, BLOCKS = 256 };
@@ -324,6 +323,82 @@ Test(resfd, a_full_queue_of_single_submits)
 			free_slot[nfree++] = s;
 		}
 		done += n;
+	}
+	T_EXPECT(io_destroy(ctx), 0);
+	free(buf);
+	close(dfd);
+	close(fd);
+	close(efd);
+}
+
+/* Whether the file at path holds seed's pattern in its first 4 KiB. */
+static bool first_block_is(const char *path, unsigned seed)
+{
+	char got[4096], want[4096];
+	int fd = open(path, O_RDONLY);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, got, sizeof(got), 0), (ssize_t)sizeof(got));
+	close(fd);
+	t_fill(want, sizeof(want), 0, seed);
+	return !memcmp(got, want, sizeof(got));
+}
+
+/* io_submit takes the file the fd names at that moment, as the kernel's AIO
+ * takes a reference: a program may put another file at the number as soon
+ * as io_submit returns, here while other requests are in flight and the
+ * engine's thread relays their completions. An engine that let that thread
+ * submit the write later would send it to the second file. The write must
+ * land in the first file, and the second must stay as it was. */
+Test(resfd, a_number_reused_right_after_submit_keeps_the_write_on_its_file)
+{
+	enum { BG = 8, ROUNDS = 50, BLOCKS = 256 };
+	io_context_t ctx = t_ctx(BG + 1);
+	char path[4096], pa[4096], pb[4096];
+	int fd = t_file_path(BLOCKS * 4096, 37, path, sizeof(path)), dfd;
+	int efd = eventfd(0, 0);
+	struct iocb cb[BG + 1], *list[BG + 1];
+	struct io_event ev[BG + 1];
+	char *buf = NULL;
+
+	cr_assert_geq(efd, 0);
+	dfd = open_direct(fd, path, &buf, BG + 1);
+	for (int round = 0; round < ROUNDS; round++) {
+		int a = t_file_path(4096, 38, pa, sizeof(pa));
+		int b = t_file_path(4096, 39, pb, sizeof(pb));
+		int da, db;
+
+		cr_assert_eq(fsync(a) | fsync(b), 0);
+		close(a);
+		close(b);
+		da = open(pa, O_WRONLY | O_DIRECT);
+		db = open(pb, O_WRONLY | O_DIRECT);
+		cr_assert(da >= 0 && db >= 0);
+		for (int i = 0; i < BG; i++) {
+			io_prep_pread(&cb[i], dfd, buf + i * 4096, 4096,
+				      4096LL * ((round * 31 + i * 7) % BLOCKS));
+			io_set_eventfd(&cb[i], efd);
+			list[i] = &cb[i];
+		}
+		T_EXPECT(io_submit(ctx, BG, list), BG);
+		t_fill(buf + BG * 4096, 4096, 0, 40);
+		io_prep_pwrite(&cb[BG], da, buf + BG * 4096, 4096, 0);
+		io_set_eventfd(&cb[BG], efd);
+		list[BG] = &cb[BG];
+		T_EXPECT(io_submit(ctx, 1, &list[BG]), 1);
+		/* da's number now names the second file. */
+		cr_assert_eq(dup2(db, da), da);
+		t_reap(ctx, BG + 1, ev);
+		for (int i = 0; i < BG + 1; i++)
+			cr_assert_eq(ev[i].res, 4096, "event of iocb %d: %ld",
+				     (int)((struct iocb *)ev[i].obj - cb), (long)ev[i].res);
+		cr_assert(first_block_is(pa, 40), "round %d: the write missed its file", round);
+		cr_assert(first_block_is(pb, 39), "round %d: the write reached the file put at its number",
+			  round);
+		close(da);
+		close(db);
+		unlink(pa);
+		unlink(pb);
 	}
 	T_EXPECT(io_destroy(ctx), 0);
 	free(buf);
