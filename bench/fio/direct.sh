@@ -10,7 +10,11 @@
 #   qemu-img    bench, aio=native cache.direct=on on a raw image, 4 KiB reads
 #               and writes at depth 1 and 32
 #   slat        fio's io_submit latency (slat p99): cold buffered 4 KiB random
-#               reads through the drop-in against O_DIRECT ones on the kernel
+#               reads through the drop-in against O_DIRECT ones on the kernel,
+#               and fio's io_uring engine on the same buffered reads (what
+#               submitting a cold buffered read costs the kernel's own
+#               asynchronous path), in the order kernel, io_uring, drop-in,
+#               drop-in, io_uring, kernel
 # Each run is counted over the whole process with perf stat: CPU us, system
 # calls, context switches per I/O, and io_submit / io_uring_enter calls,
 # which show whose AIO served it (the drop-in makes no io_submit call).
@@ -31,7 +35,7 @@ while getopts f:s:r:h opt; do
 	f) file=$OPTARG ;;
 	s) shim=$OPTARG ;;
 	r) runtime=$OPTARG ;;
-	*) sed -n '2,22p' "$0"; exit 2 ;;
+	*) sed -n '2,26p' "$0"; exit 2 ;;
 	esac
 done
 [ -r "$shim" ] || { echo "direct.sh: no drop-in at $shim (use -s)" >&2; exit 2; }
@@ -112,14 +116,23 @@ for c in "read 1 20000" "write 1 10000" "read 32 150000" "write 32 150000"; do
 done
 
 # slat_run NAME [wrapper...]: the cold job (a fixed quarter of the file,
-# read whole by each half): O_DIRECT on the kernel, buffered on the drop-in.
+# read whole by each half): O_DIRECT on the kernel, buffered on the drop-in
+# and on io_uring.
 slat_run() {
-	local name=$1 direct=0
+	local name=$1 direct=0 engine=libaio
 	shift
-	case $name in *-kernel-*) direct=1 ;; esac
-	FIO_ENGINE=libaio FIO_DEPTH=32 FIO_DIRECT=$direct fio_run "$name" "$here/randread-cold.fio" "$@"
+	case $name in
+	*-kernel-*) direct=1 ;;
+	*-uring-*) engine=io_uring ;;
+	esac
+	FIO_ENGINE=$engine FIO_DEPTH=32 FIO_DIRECT=$direct fio_run "$name" "$here/randread-cold.fio" "$@"
 }
-abba slat slat_run
+slat_run slat-kernel-a
+slat_run slat-uring-a
+slat_run slat-dropin-a "${drop[@]}"
+slat_run slat-dropin-b "${drop[@]}"
+slat_run slat-uring-b
+slat_run slat-kernel-b
 
 python3 - "$out" <<'PY'
 import json, os, re, sys
@@ -199,8 +212,15 @@ for label, base, _ in cases[:-1]:
           "syscalls/IO %+.2f, switches/IO %+.3f" % (
           label, d["iops"] / k["iops"], d["cpu"] / k["cpu"], d["sys"] - k["sys"], d["cs"] - k["cs"]))
 k, d = res[("slat", "kernel")], res[("slat", "dropin")]
+u = load("slat", "uring", fio)
+print(hdr % ("fio cold 4k randread d32", "uring-buf", "%.0f" % u["iops"], "%.2f" % u["secs"],
+             "%.2f" % u["cpu"], "%.2f" % u["sys"], "%.3f" % u["cs"], "%.2f" % u["submit"],
+             "%.2f" % u["enter"], "%.1fus" % u["slat99"]))
 print("io_submit p99, cold 4k randread d32: drop-in buffered / kernel AIO O_DIRECT %.2fx "
-      "(%.1f / %.1f us, goal <= 1.2)" % (d["slat99"] / k["slat99"], d["slat99"], k["slat99"]))
+      "(%.1f / %.1f us, goal <= 1.2); io_uring's own submission of the same buffered "
+      "reads / kernel AIO O_DIRECT %.2fx (%.1f us); drop-in / io_uring %.2fx" % (
+      d["slat99"] / k["slat99"], d["slat99"], k["slat99"], u["slat99"] / k["slat99"],
+      u["slat99"], d["slat99"] / u["slat99"]))
 print("\nfio JSON, qemu-img and perf output: %s" % out)
 if bad:
     print("\nNOT served by the AIO named (LD_PRELOAD not taking effect?):\n  " + "\n  ".join(bad))
