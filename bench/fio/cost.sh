@@ -5,7 +5,10 @@
 # for 4 KiB random reads at depth 32 (cold and hot) and a cold block size
 # of choice, through the libaio drop-in and through the paths it competes
 # with; for hot reads also fio's libaio engine on the kernel's own AIO,
-# which completes them inside io_submit: the floor of the libaio API. System calls per I/O do not depend on the machine's load; CPU time
+# which completes them inside io_submit, and on the least a libaio can do
+# (build/bench/libfsaio-libaio-floor.so: pread inside io_submit, events
+# handed back from memory), the floor of any libaio under fio's engine.
+# System calls per I/O do not depend on the machine's load; CPU time
 # and switches per I/O (preemptions count) a little; IOPS a lot. So each
 # case runs twice per method, in the order A B C C B A, and the two runs of
 # a method are added up: a change of load during a case weighs on all.
@@ -27,7 +30,7 @@ while getopts f:s:b:d:r:h opt; do
 	b) bs2=$OPTARG ;;
 	d) depth2=$OPTARG ;;
 	r) hot_runtime=$OPTARG ;;
-	*) sed -n '2,15p' "$0"; exit 2 ;;
+	*) sed -n '2,17p' "$0"; exit 2 ;;
 	esac
 done
 [ -r "$shim" ] || { echo "cost.sh: no drop-in at $shim (use -s)" >&2; exit 2; }
@@ -61,6 +64,9 @@ one() {
 }
 
 drop=(env LD_PRELOAD="$shim")
+floor_so=$(dirname "$shim")/../bench/libfsaio-libaio-floor.so
+[ -r "$floor_so" ] || { echo "cost.sh: no $floor_so (build the tree first)" >&2; exit 2; }
+floor=(env LD_PRELOAD="$(cd "$(dirname "$floor_so")" && pwd)/$(basename "$floor_so")")
 # case PHASE BS DEPTH METHOD... (METHOD: name:engine:direct, or dropin)
 case_abba() {
 	local phase=$1 bs=$2 depth=$3 m
@@ -74,6 +80,8 @@ case_abba() {
 		IFS=: read -r name engine direct <<<"$m"
 		if [ "$name" = dropin ]; then
 			one $run dropin "$phase" libaio 0 "$depth" "$bs" "${drop[@]}"
+		elif [ "$name" = floor ]; then
+			one $run floor "$phase" libaio 0 "$depth" "$bs" "${floor[@]}"
 		else
 			one $run "$name" "$phase" "$engine" "$direct" "$depth" "$bs"
 		fi
@@ -81,7 +89,7 @@ case_abba() {
 }
 case_abba cold 4k 32 dropin uring-buf:io_uring:0 kaio-dio:libaio:1
 case_abba "cold-$bs2" "$bs2" "$depth2" dropin uring-buf:io_uring:0 kaio-dio:libaio:1
-case_abba hot 4k 32 dropin uring-buf:io_uring:0 kaio-buf:libaio:0
+case_abba hot 4k 32 dropin uring-buf:io_uring:0 kaio-buf:libaio:0 floor
 one 1 psync hot psync 0 1 4k
 one 2 psync hot psync 0 1 4k
 
@@ -106,7 +114,8 @@ def load(name, phase):
 
 rows = [("dropin", "cold"), ("uring-buf", "cold"), ("kaio-dio", "cold"),
         ("dropin", "cold-" + bs2), ("uring-buf", "cold-" + bs2), ("kaio-dio", "cold-" + bs2),
-        ("dropin", "hot"), ("uring-buf", "hot"), ("kaio-buf", "hot"), ("psync", "hot")]
+        ("dropin", "hot"), ("uring-buf", "hot"), ("kaio-buf", "hot"), ("floor", "hot"),
+        ("psync", "hot")]
 res = {}
 print("%-10s %-10s %10s %10s %10s %10s" % ("method", "case", "IOPS", "CPU us/IO", "sys/IO", "cs/IO"))
 for n, p in rows:
@@ -127,5 +136,9 @@ k = res[("kaio-buf", "hot")]
 print("hot 4k, the libaio API on the kernel itself (cached reads complete in io_submit): "
       "/ psync CPU %.2fx, IOPS %.2fx; drop-in / it: CPU %.2fx, IOPS %.2fx" % (
       k["cpu"] / p["cpu"], k["iops"] / p["iops"], d["cpu"] / k["cpu"], d["iops"] / k["iops"]))
+f = res[("floor", "hot")]
+print("hot 4k, the least a libaio can do (pread in io_submit, events from memory): "
+      "/ psync CPU %.2fx, IOPS %.2fx; drop-in / it: CPU %.2fx, IOPS %.2fx" % (
+      f["cpu"] / p["cpu"], f["iops"] / p["iops"], d["cpu"] / f["cpu"], d["iops"] / f["iops"]))
 print("\nfio JSON and perf output: %s" % out)
 PY
