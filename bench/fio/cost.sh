@@ -67,7 +67,7 @@ drop=(env LD_PRELOAD="$shim")
 floor_so=$(dirname "$shim")/../bench/libfsaio-libaio-floor.so
 [ -r "$floor_so" ] || { echo "cost.sh: no $floor_so (build the tree first)" >&2; exit 2; }
 floor=(env LD_PRELOAD="$(cd "$(dirname "$floor_so")" && pwd)/$(basename "$floor_so")")
-# case PHASE BS DEPTH METHOD... (METHOD: name:engine:direct, or dropin)
+# case PHASE BS DEPTH METHOD... (METHOD: name:engine:direct, dropin or floor)
 case_abba() {
 	local phase=$1 bs=$2 depth=$3 m
 	shift 3
@@ -132,13 +132,13 @@ print("cold %s: drop-in / io_uring buffered: CPU %.2fx (goal <= 1.15), IOPS %.2f
 d, p, u = res[("dropin", "hot")], res[("psync", "hot")], res[("uring-buf", "hot")]
 print("hot 4k: drop-in / psync: CPU %.2fx (goal <= 1.25), IOPS %.2fx (>= 0.9); / io_uring IOPS %.2fx (>= 1.0)" % (
       d["cpu"] / p["cpu"], d["iops"] / p["iops"], d["iops"] / u["iops"]))
-k = res[("kaio-buf", "hot")]
-print("hot 4k, the libaio API on the kernel itself (cached reads complete in io_submit): "
-      "/ psync CPU %.2fx, IOPS %.2fx; drop-in / it: CPU %.2fx, IOPS %.2fx" % (
-      k["cpu"] / p["cpu"], k["iops"] / p["iops"], d["cpu"] / k["cpu"], d["iops"] / k["iops"]))
-f = res[("floor", "hot")]
-print("hot 4k, the least a libaio can do (pread in io_submit, events from memory): "
-      "/ psync CPU %.2fx, IOPS %.2fx; drop-in / it: CPU %.2fx, IOPS %.2fx" % (
-      f["cpu"] / p["cpu"], f["iops"] / p["iops"], d["cpu"] / f["cpu"], d["iops"] / f["iops"]))
+# A libaio reference for hot reads against psync, and the drop-in against it.
+def hot_ref(name, what):
+    r = res[(name, "hot")]
+    print("hot 4k, %s: / psync CPU %.2fx, IOPS %.2fx; drop-in / it: CPU %.2fx, IOPS %.2fx" % (
+          what, r["cpu"] / p["cpu"], r["iops"] / p["iops"], d["cpu"] / r["cpu"], d["iops"] / r["iops"]))
+
+hot_ref("kaio-buf", "the libaio API on the kernel itself (cached reads complete in io_submit)")
+hot_ref("floor", "the least a libaio can do (pread in io_submit, events from memory)")
 print("\nfio JSON and perf output: %s" % out)
 PY
