@@ -100,13 +100,16 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 	if (!n)
 		return;
 	if (ctx->complete_cb) {
-		/* The slot first: the callback may submit the request again. */
-		for (unsigned i = 0; i < n; i++) {
-			atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_release);
-			ctx->complete_cb(ctx->complete_arg, &ev[i]);
+		/* The slots first: the callback may submit the request again. */
+		if (ctx->deliver) {
+			atomic_fetch_sub_explicit(&ctx->in_flight, n, memory_order_release);
+			ctx->deliver(ctx->complete_arg, ev, n);
+		} else {
+			for (unsigned i = 0; i < n; i++) {
+				atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_release);
+				ctx->complete_cb(ctx->complete_arg, &ev[i]);
+			}
 		}
-		if (ctx->batch_done)
-			ctx->batch_done(ctx->complete_arg);
 		atomic_fetch_add(&cq->seq, 1);
 		kick_ring_waiter(ctx);
 		return;

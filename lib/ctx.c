@@ -138,9 +138,10 @@ out_free:
 	return ret;
 }
 
-void fsaio__set_batch_done(fsaio_ctx_t *ctx, void (*fn)(void *complete_arg))
+void fsaio__set_deliver(fsaio_ctx_t *ctx,
+			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n))
 {
-	ctx->batch_done = fn;
+	ctx->deliver = fn;
 }
 
 FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp)

@@ -60,7 +60,8 @@ struct fsaio_ctx {
 	uint32_t flags;         /* immutable: FSAIO_CTX_* */
 	void (*complete_cb)(void *, const struct fsaio_event *); /* immutable */
 	void *complete_arg;     /* immutable */
-	void (*batch_done)(void *); /* immutable once requests flow (fsaio__set_batch_done) */
+	/* immutable once requests flow (fsaio__set_deliver): complete_cb's batch form */
+	void (*deliver)(void *, const struct fsaio_event *, unsigned);
 	_Atomic unsigned in_flight; /* accepted and not yet reaped (or called back) */
 	_Atomic unsigned straight_seq; /* method_file.c: sampling of fds sent straight to io_uring */
 	/* uring_reap.c, seq_cst: waiters that rely on the ring's thread

@@ -36,9 +36,11 @@ void fsaio__drive_need(fsaio_ctx_t *ctx, int delta);
  * the context is going away). */
 void fsaio__uring_kick(fsaio_ctx_t *ctx);
 
-/* A callback context's hook, called after each batch of completion
- * callbacks in the thread that made them (a drop-in coalesces its
- * eventfd signals there). Set once, before the first request. */
-void fsaio__set_batch_done(fsaio_ctx_t *ctx, void (*fn)(void *complete_arg));
+/* A callback context's batch form of its callback: each batch of
+ * completions is handed to fn in one call, in the thread that has them,
+ * instead of one callback per event (a drop-in publishes and signals once
+ * per batch). Set once, before the first request. */
+void fsaio__set_deliver(fsaio_ctx_t *ctx,
+			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n));
 
 #endif /* FSAIO_DROPIN_H */

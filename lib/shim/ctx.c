@@ -338,7 +338,7 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 	ret = fsaio_ctx_create(&p, &c->engine);
 	if (ret)
 		goto fail;
-	fsaio__set_batch_done(c->engine, shim__batch_done);
+	fsaio__set_deliver(c->engine, shim__deliver);
 
 	c->ring->nr = ring_nr;
 	c->ring->magic = SHIM_RING_MAGIC;

@@ -12,12 +12,11 @@
  * cannot be used, or the cache is full of entries in use, a request holds a
  * duplicate of its own.
  *
- * Signals are coalesced per batch: a completion adds 1 to its eventfd's
- * count in a list of the posting thread; at the end of the engine's batch
- * (shim__batch_done) shim__resfd_flush writes each count once, after the
- * batch's events are in the ring, so the eventfd's counter gains what the
- * kernel's would, and only then wakes the contexts' reapers (publish_held
- * leaves that to it). A cache entry's user is let go only after its write,
+ * Signals are coalesced per batch: once a batch's events are in the ring
+ * (shim__deliver), each adds 1 to its eventfd's count in a list of the
+ * posting thread, and shim__resfd_flush writes each count once, so the
+ * eventfd's counter gains what the kernel's would, and only then wakes the
+ * contexts' reapers (shim__deliver leaves that to it). A cache entry's user is let go only after its write,
  * so its descriptor is never closed before.
  *
  * Locks: the cache's entries change under ctx->lock; an entry's users is

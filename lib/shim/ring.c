@@ -3,9 +3,8 @@
  * DESIGN: the completion ring and waiting for it.
  *
  * Completions are published in the kernel's struct aio_ring layout: the
- * engine's callback (any thread) holds each event, and its batch-done hook
- * writes the batch's io_events at tail and stores the new tail with
- * release under ctx->lock; reapers load tail with acquire,
+ * engine's delivery hook (any thread) writes a batch's io_events at tail
+ * and stores the new tail with release under ctx->lock; reapers load tail with acquire,
  * copy, and store head with release. io_getevents reaps under
  * ctx->reap_lock; a program may also reap by itself, as it can from the
  * kernel's ring, without any lock (like the kernel, we trust only
@@ -153,20 +152,23 @@ void shim__wake(struct shim_ctx *c)
 		efd_signal(efd);
 }
 
-/* Completions called back in this thread and not yet in the ring: the
- * engine calls shim__complete for each of a batch and then
- * shim__batch_done, in the same thread (any thread: the submitter for
- * inline ones, a worker, the ring's), so a batch costs one round of
- * ctx->lock and one wake-up. Thread-local: nothing else touches it. */
-static __thread struct shim_held held;
-
 /* Write one event at tail and retire its slot; ctx->lock held. */
-static void publish_locked(struct shim_ctx *c, struct shim_slot *s, const struct io_event *ev)
+static void publish_locked(struct shim_ctx *c, struct shim_slot *s, const struct fsaio_event *ev)
 {
 	struct shim_ring *r = c->ring;
 	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	struct io_event *out = &r->io_events[tail];
 
-	r->io_events[tail] = *ev;
+	out->data = s->data;
+	out->obj = s->obj;
+	/* The kernel ends a cancelled poll with the events seen then: none. */
+	if (s->opcode == IOCB_CMD_POLL && ev->res == -ECANCELED) {
+		out->res = 0;
+		out->res2 = 0;
+	} else {
+		out->res = ev->res;
+		out->res2 = ev->res2;
+	}
 	atomic_store_explicit(&r->tail, (tail + 1) % r->nr, memory_order_release);
 	c->unsettled++;
 	c->in_flight--;
@@ -177,77 +179,62 @@ static void publish_locked(struct shim_ctx *c, struct shim_slot *s, const struct
 		slot_push(c, s);
 }
 
-/* Put the held events in the ring, in one round of ctx->lock. An event
- * with an eventfd is signalled at the end of the engine's batch, after it
- * is in the ring (resfd.c), and its reapers are woken after that write, as
- * the kernel's aio_complete signals before it wakes. */
-static void publish_held(struct shim_held *h)
-{
-	struct shim_ctx *c = h->c;
-	unsigned n = h->n, nfd = 0;
+/* Events put in the ring per round of ctx->lock. */
+#define DELIVER_CHUNK 32
 
-	if (!n)
-		return;
-	h->n = 0;
-	pthread_mutex_lock(&c->lock);
-	for (unsigned i = 0; i < n; i++)
-		publish_locked(c, h->slot[i], &h->ev[i]);
-	pthread_mutex_unlock(&c->lock);
-	for (unsigned i = 0; i < n; i++) {
-		if (h->resfd[i] >= 0) {
-			shim__resfd_signal(c, h->resfd[i], h->resfd_e[i]);
-			fsaio__drive_need(c->engine, -1);
-			nfd++;
-		}
-	}
-	if (!nfd)
-		shim__wake(c);
-}
-
-/* The engine's completion callback: hold the event for shim__batch_done. */
-void shim__complete(void *arg, const struct fsaio_event *ev)
+/*
+ * The engine's delivery hook: a batch of completions, in the thread that
+ * has them (the submitter for inline ones, a worker, the ring's). Per chunk,
+ * what the slots hold besides the event is taken off them, and the events
+ * go into the ring in one round of ctx->lock, the slots with them. An event
+ * with an eventfd is signalled after it is in the ring (resfd.c), and its
+ * reapers are woken after that write, as the kernel's aio_complete signals
+ * before it wakes; the others' reapers are woken here, once per chunk.
+ */
+void shim__deliver(void *arg, const struct fsaio_event *ev, unsigned n)
 {
 	struct shim_ctx *c = arg;
-	struct shim_slot *s = ev->user_data;
-	struct shim_held *h = &held;
-	struct io_event out = {
-		.data = s->data,
-		.obj = s->obj,
-		.res = ev->res,
-		.res2 = ev->res2,
-	};
-	int saved = errno, resfd = s->resfd;
-	struct shim_efd *resfd_e = s->resfd_e;
+	int saved = errno;
 
-	/* The kernel ends a cancelled poll with the events seen then: none. */
-	if (s->opcode == IOCB_CMD_POLL && ev->res == -ECANCELED) {
-		out.res = 0;
-		out.res2 = 0;
+	for (unsigned at = 0; at < n; at += DELIVER_CHUNK) {
+		unsigned k = n - at < DELIVER_CHUNK ? n - at : DELIVER_CHUNK, nfd = 0;
+		int resfd[DELIVER_CHUNK];
+		struct shim_efd *resfd_e[DELIVER_CHUNK];
+
+		for (unsigned i = at; i < at + k; i++) {
+			struct shim_slot *s = ev[i].user_data;
+
+			if (s->iov != s->iov_inline) {
+				free(s->iov);
+				s->iov = s->iov_inline;
+			}
+			if (s->resfd >= 0) {
+				resfd[nfd] = s->resfd;
+				resfd_e[nfd++] = s->resfd_e;
+				s->resfd = -1;
+				s->resfd_e = NULL;
+			}
+		}
+		pthread_mutex_lock(&c->lock);
+		for (unsigned i = at; i < at + k; i++)
+			publish_locked(c, ev[i].user_data, &ev[i]);
+		pthread_mutex_unlock(&c->lock);
+		for (unsigned i = 0; i < nfd; i++) {
+			shim__resfd_signal(c, resfd[i], resfd_e[i]);
+			fsaio__drive_need(c->engine, -1);
+		}
+		if (nfd)
+			shim__resfd_flush();
+		else
+			shim__wake(c);
 	}
-	if (s->iov != s->iov_inline)
-		free(s->iov);
-	s->iov = s->iov_inline;
-	s->resfd = -1;
-	s->resfd_e = NULL;
-
-	if (h->n && (h->c != c || h->n == SHIM_HELD_MAX))
-		publish_held(h);
-	h->c = c;
-	h->slot[h->n] = s;
-	h->ev[h->n] = out;
-	h->resfd_e[h->n] = resfd_e;
-	h->resfd[h->n++] = resfd;
 	errno = saved;
 }
 
-void shim__batch_done(void *arg)
+/* The engine's per-event callback, for a completion it does not batch. */
+void shim__complete(void *arg, const struct fsaio_event *ev)
 {
-	int saved = errno;
-
-	publish_held(&held);
-	(void)arg;
-	shim__resfd_flush();
-	errno = saved;
+	shim__deliver(arg, ev, 1);
 }
 
 /* Copy up to nr events out of the ring, reap_lock held. */

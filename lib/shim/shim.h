@@ -10,8 +10,8 @@
  *
  * Threads: any number of program threads call in on one context at once;
  * the engine's workers (and the submitter, for inline hits, and destroy)
- * run the completion callback shim__complete() and, after each batch of
- * them, shim__batch_done(), which puts the batch in the ring.
+ * hand each batch of completions to shim__deliver(), which puts it in the
+ * ring.
  *
  * Locks, outer first:
  *   shim registry lock (ctx.c) -> nothing: it is a leaf, held by io_setup
@@ -52,7 +52,7 @@ typedef struct io_context *io_context_t;
 
 /* The kernel's struct aio_ring: a 32-byte header, then nr io_events.
  * head is advanced by whoever reaps (io_getevents here, or the program
- * itself); tail only by shim__batch_done() under ctx->lock. Both are stored
+ * itself); tail only by shim__deliver() under ctx->lock. Both are stored
  * with release and loaded with acquire, so an event's contents are visible
  * before the index that publishes it. */
 struct shim_ring {
@@ -75,9 +75,9 @@ _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "ring indices keep 
 /* One request in flight: the engine's request plus what the event needs.
  * The fields marked ctx->lock say whether the slot is free; the others
  * belong to whoever holds the slot: the submitting thread until the engine
- * accepts the request, then the engine until it calls shim__complete(),
- * which reads them; the slot goes back under ctx->lock in the batch-done
- * hook that follows. */
+ * accepts the request, then the engine until it hands the event to
+ * shim__deliver(), which reads them and gives the slot back under
+ * ctx->lock. */
 struct shim_slot {
 	struct fsaio_req req;   /* user_data points back at the slot */
 	uint64_t data;          /* iocb->aio_data, for io_event.data */
@@ -156,24 +156,12 @@ pid_t shim__self_pid(void);             /* ctx.c: getpid, kept across fork */
 
 /* ring.c */
 void shim__complete(void *arg, const struct fsaio_event *ev);
+void shim__deliver(void *arg, const struct fsaio_event *ev, unsigned n);
 void shim__wake(struct shim_ctx *c);
 long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *events,
 		     const struct timespec *timeout, const sigset_t *sigmask);
 void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned n);
 unsigned shim__take_slots(struct shim_ctx *c, unsigned n, struct shim_slot **out);
-
-/* Completions called back in one thread, put in the ring together by
- * shim__batch_done (ring.c). */
-#define SHIM_HELD_MAX 64
-struct shim_held {
-	struct shim_ctx *c;
-	unsigned n;
-	struct shim_slot *slot[SHIM_HELD_MAX];
-	struct io_event ev[SHIM_HELD_MAX];
-	int resfd[SHIM_HELD_MAX];
-	struct shim_efd *resfd_e[SHIM_HELD_MAX];
-};
-void shim__batch_done(void *arg);
 
 /* decode.c: judging an iocb (no context needed, for the fuzz target too).
  * decode_head before a slot is taken; decode_fd, then (aio_key written)

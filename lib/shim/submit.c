@@ -66,7 +66,7 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct 
 
 /* The iocbs of one batch: slots are taken for the whole batch in one round
  * of ctx->lock (more only if it runs short), the engine publishes the
- * inline completions in one more (shim__batch_done), and the slots left
+ * inline completions in one more (shim__deliver), and the slots left
  * unused or refused go back in a third only when there are any. */
 long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 {
