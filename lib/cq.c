@@ -100,9 +100,9 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 	if (!n)
 		return;
 	if (ctx->complete_cb) {
-		/* The slots first: the callback may submit the request again. */
+		/* The slots first: the callback may submit the request again.
+		 * A delivery hook's caller counts its own. */
 		if (ctx->deliver) {
-			atomic_fetch_sub_explicit(&ctx->in_flight, n, memory_order_release);
 			ctx->deliver(ctx->complete_arg, ev, n);
 		} else {
 			for (unsigned i = 0; i < n; i++) {

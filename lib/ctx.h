@@ -62,7 +62,9 @@ struct fsaio_ctx {
 	void *complete_arg;     /* immutable */
 	/* immutable once requests flow (fsaio__set_deliver): complete_cb's batch form */
 	void (*deliver)(void *, const struct fsaio_event *, unsigned);
-	_Atomic unsigned in_flight; /* accepted and not yet reaped (or called back) */
+	/* accepted and not yet reaped (or called back); not counted with a
+	 * delivery hook, whose caller bounds its requests itself */
+	_Atomic unsigned in_flight;
 	_Atomic unsigned straight_seq; /* method_file.c: sampling of fds sent straight to io_uring */
 	/* uring_reap.c, seq_cst: waiters that rely on the ring's thread
 	 * (fsaio__drive_need); while > 0 the thread does not step back. */

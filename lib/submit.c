@@ -132,10 +132,14 @@ static int dispatch(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 	}
 }
 
-/* Reserve a completion slot: the queue depth bounds what is in flight. */
+/* Reserve a completion slot: the queue depth bounds what is in flight,
+ * unless the caller bounds it (fsaio__set_deliver). */
 static bool reserve(struct fsaio_ctx *ctx)
 {
 	unsigned v = atomic_load_explicit(&ctx->in_flight, memory_order_relaxed);
+
+	if (ctx->deliver)
+		return true;
 
 	do {
 		if (v >= ctx->depth)
@@ -189,7 +193,8 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		ret = dispatch(ctx, r, fi, &b);
 		if (ret) {
 			fsaio__state_set(r, FSAIO__IDLE);
-			atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_relaxed);
+			if (!ctx->deliver)
+				atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_relaxed);
 			break;
 		}
 		FSAIO__INC(ctx, requests, 1);

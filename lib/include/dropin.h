@@ -39,7 +39,9 @@ void fsaio__uring_kick(fsaio_ctx_t *ctx);
 /* A callback context's batch form of its callback: each batch of
  * completions is handed to fn in one call, in the thread that has them,
  * instead of one callback per event (a drop-in publishes and signals once
- * per batch). Set once, before the first request. */
+ * per batch). Set once, before the first request. Such a caller keeps
+ * what it has in flight within the context's depth itself (a drop-in's
+ * ring is smaller), so the engine does not count its requests. */
 void fsaio__set_deliver(fsaio_ctx_t *ctx,
 			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n));
 

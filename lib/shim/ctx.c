@@ -328,9 +328,10 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 		c->slots[i].resfd = -1;
 	shim__resfd_init(c);
 
-	/* The engine bounds what it accepts; ours is the tighter bound, but a
-	 * completed request is counted out of the engine a little after our
-	 * callback returns, hence the margin. */
+	/* Our slots bound what is in flight (the engine does not count a
+	 * context with a delivery hook); the engine sizes its io_uring ring
+	 * by the depth, and a request leaves it a little after its event is
+	 * ours, hence the margin. */
 	p.queue_depth = c->capacity * 2 + 64;
 	p.flags = engine_flags;
 	p.complete = shim__complete;
