@@ -49,14 +49,25 @@
 #define RA_WARM 2              /* device limits of stream before judging the kernel */
 #define SEQ_BACK 32             /* request sizes behind the end still sequential */
 
+/*
+ * fd, seq, next and start are written under lock, except that a read away
+ * from the end on a slot with no stream moves next and start without it
+ * (fsaio__stream_enter), and are read without it there: every access to
+ * them is a relaxed atomic one (GET, PUT). Losing such a race costs a
+ * stream detected a read later, never more: a slot with seq 0 has no
+ * window and nothing prefetched.
+ */
+#define GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+#define PUT(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+
 struct stream {
 	pthread_mutex_t lock;
-	int fd;                 /* lock: -1 when empty */
-	unsigned seq;           /* lock: sequential reads in a row */
-	uint64_t next;          /* lock: end of the furthest read */
+	int fd;                 /* lock, GET/PUT: -1 when empty */
+	unsigned seq;           /* lock, GET/PUT: sequential reads in a row */
+	uint64_t next;          /* lock, GET/PUT: end of the furthest read */
 	uint64_t pf_end;        /* lock: prefetched (or queued) up to here */
 	uint64_t window;        /* lock: bytes to keep prefetched ahead; 0: none */
-	uint64_t start;         /* lock: where the stream began */
+	uint64_t start;         /* lock, GET/PUT: where the stream began */
 	uint64_t limit;         /* lock: the device's readahead limit */
 	/* The pending prefetch, taken by the job. */
 	int job_fd;             /* lock */
@@ -210,14 +221,21 @@ static bool top_up(struct stream *s, int fd);
 
 static void reset(struct stream *s, int fd, uint64_t off, uint64_t len)
 {
-	if (s->fd != fd)
+	if (GET(s->fd) != fd)
 		s->limit = fsaio__ra_limit(fd);
-	s->fd = fd;
-	s->seq = 0;
-	s->next = off + len;
-	s->start = off;
+	PUT(s->fd, fd);
+	PUT(s->seq, 0);
+	PUT(s->next, off + len);
+	PUT(s->start, off);
 	s->pf_end = 0;
 	s->window = 0;
+}
+
+/* A read of [off, off + len) is not sequential to a stream ending at next:
+ * past it, or more than SEQ_BACK request sizes behind. */
+static bool away(uint64_t next, uint64_t off, uint64_t len)
+{
+	return off > next + len || off + SEQ_BACK * len < next;
 }
 
 void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi)
@@ -231,20 +249,30 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
 	if (ra->off || (fi.flags & FSAIO__FD_ADV_RANDOM) || !len)
 		return;
 	s = &ra->s[(unsigned)r->fd % RA_SLOTS];
+	/* The random reads' case, without the lock: only the end moves. */
+	if (!(fi.flags & FSAIO__FD_ADV_SEQ) && GET(s->fd) == r->fd && GET(s->seq) == 0 &&
+	    away(GET(s->next), off, len)) {
+		PUT(s->next, off + len);
+		PUT(s->start, off);
+		return;
+	}
 	pthread_mutex_lock(&s->lock);
-	if (s->fd != r->fd || off > s->next + len || off + SEQ_BACK * len < s->next) {
+	if (GET(s->fd) != r->fd || away(GET(s->next), off, len)) {
 		reset(s, r->fd, off, len);
 		if (!(fi.flags & FSAIO__FD_ADV_SEQ)) {
 			pthread_mutex_unlock(&s->lock);
 			return;
 		}
-		s->seq = SEQ_AFTER;
+		PUT(s->seq, SEQ_AFTER);
 	}
-	if (off + len > s->next)
-		s->next = off + len;
-	if (s->seq < SEQ_AFTER && ++s->seq < SEQ_AFTER) {
-		pthread_mutex_unlock(&s->lock);
-		return;
+	if (off + len > GET(s->next))
+		PUT(s->next, off + len);
+	if (GET(s->seq) < SEQ_AFTER) {
+		PUT(s->seq, GET(s->seq) + 1);
+		if (GET(s->seq) < SEQ_AFTER) {
+			pthread_mutex_unlock(&s->lock);
+			return;
+		}
 	}
 	r->hints_ |= FSAIO__HINT_SEQ;
 	if ((fi.flags & FSAIO__FD_ADV_SEQ) && !s->window)
@@ -269,21 +297,21 @@ void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	bool queue = false, window, warm;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->fd != r->fd || s->seq < SEQ_AFTER) {
+	if (GET(s->fd) != r->fd || GET(s->seq) < SEQ_AFTER) {
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	ahead = s->next;
+	ahead = GET(s->next);
 	window = s->window != 0;
 	/* The kernel's window ramps up to read_ahead_kb over its first
 	 * rounds, and early on a deep stream reaches past it: judge it only
 	 * once the stream has covered RA_WARM device limits. */
-	warm = s->next - s->start >= RA_WARM * s->limit;
+	warm = GET(s->next) - GET(s->start) >= RA_WARM * s->limit;
 	pthread_mutex_unlock(&s->lock);
 	if (!window && (!warm || fsaio__probe(ctx, r->fd, ahead, 4 * len) != FSAIO__RES_COLD))
 		return;
 	pthread_mutex_lock(&s->lock);
-	if (s->fd == r->fd && s->seq >= SEQ_AFTER) {
+	if (GET(s->fd) == r->fd && GET(s->seq) >= SEQ_AFTER) {
 		grow(s, len);
 		queue = top_up(s, r->fd);
 	}
@@ -299,9 +327,9 @@ static bool top_up(struct stream *s, int fd)
 
 	if (!s->window)
 		return false;
-	if (s->pf_end < s->next)
-		s->pf_end = s->next;
-	target = s->next + s->window;
+	if (s->pf_end < GET(s->next))
+		s->pf_end = GET(s->next);
+	target = GET(s->next) + s->window;
 	/* Top up once half the window is used: fewer, larger calls. */
 	if (target >= s->pf_end + s->window / 2 && target > s->pf_end) {
 		if (!s->job_end || s->job_fd != fd) {
@@ -326,7 +354,7 @@ void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	pthread_mutex_lock(&s->lock);
 	/* Only a window that exists grows: a stream the kernel keeps ahead
 	 * of by itself never gets one. */
-	if (s->fd == r->fd && s->window)
+	if (GET(s->fd) == r->fd && s->window)
 		grow(s, fsaio__total(r));
 	pthread_mutex_unlock(&s->lock);
 }
