@@ -96,7 +96,8 @@ unsigned shim__take_slots(struct shim_ctx *c, unsigned n, struct shim_slot **out
 		c->avail--;
 		c->in_flight++;
 		s->busy = true;
-		s->obj = 0;     /* io_cancel finds it only once it is prepared */
+		/* io_cancel finds it only once it is prepared. */
+		__atomic_store_n(&s->obj, 0, __ATOMIC_RELAXED);
 		out[got++] = s;
 	}
 	pthread_mutex_unlock(&c->lock);

@@ -81,7 +81,8 @@ _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "ring indices keep 
 struct shim_slot {
 	struct fsaio_req req;   /* user_data points back at the slot */
 	uint64_t data;          /* iocb->aio_data, for io_event.data */
-	uint64_t obj;           /* the iocb's address, for io_event.obj and io_cancel */
+	uint64_t obj;           /* the iocb's address, for io_event.obj; written with relaxed
+				 * atomic stores, as io_cancel reads it under ctx->lock */
 	int resfd;              /* our dup of aio_resfd, or -1 */
 	struct shim_efd *resfd_e; /* its cache entry (resfd.c), or NULL: our own dup */
 	uint16_t opcode;        /* IOCB_CMD_* */
@@ -137,11 +138,35 @@ struct shim_ctx {
 	struct shim_efd efds[RESFD_CACHE]; /* resfd.c */
 };
 
+/* hazard.c: a thread's record of the registry entry its call uses. */
+struct shim_hazard {
+	_Atomic(const void *) held; /* the owner's: relaxed store, then a compiler
+				     * barrier; cleared with release. Read by io_destroy */
+	_Atomic bool taken;     /* claimed by CAS, given back at the thread's exit */
+	struct shim_hazard *next; /* immutable once on the list */
+} __attribute__((aligned(64)));
+/* The calling thread's record, free for this call; NULL: count in refs. */
+struct shim_hazard *shim__hazard_mine(void);
+static inline void shim__hazard_set(struct shim_hazard *h, const void *p)
+{
+	atomic_store_explicit(&h->held, p, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+static inline void shim__hazard_clear(struct shim_hazard *h)
+{
+	atomic_store_explicit(&h->held, NULL, memory_order_release);
+}
+void shim__hazard_sync(void);           /* io_destroy, after clearing a key */
+bool shim__hazard_names(const void *p); /* some call still holds p */
+void shim__hazard_fork_child(void);
+
 /* ctx.c: the registry of live contexts. shim__get finds a live context and
- * counts the call in it (NULL: unknown); shim__put ends that. */
+ * holds it for the call (NULL: unknown): in the thread's hazard record
+ * (*held) or, when *held is NULL, counted in the entry; shim__put ends
+ * that. */
 struct reg_node;
-struct shim_ctx *shim__get(io_context_t id);
-void shim__put(struct shim_ctx *c);
+struct shim_ctx *shim__get(io_context_t id, struct shim_hazard **held);
+void shim__put(struct shim_ctx *c, struct shim_hazard *held);
 /* Copy n bytes from or to the caller's memory: -EFAULT instead of a fault. */
 int shim__user_copy(void *dst, const void *src, size_t n, bool to_user);
 

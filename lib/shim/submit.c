@@ -59,7 +59,7 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct 
 	s->old_key = cb.aio_key;
 	s->req.user_data = s;
 	s->data = cb.aio_data;
-	s->obj = (uint64_t)(uintptr_t)ucb;
+	__atomic_store_n(&s->obj, (uint64_t)(uintptr_t)ucb, __ATOMIC_RELAXED);
 	s->opcode = cb.aio_lio_opcode;
 	return 0;
 }
@@ -175,7 +175,8 @@ int shim__cancel(struct shim_ctx *c, struct iocb *iocb)
 	pthread_mutex_lock(&c->cancel_lock);
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < c->used; i++) {
-		if (c->slots[i].busy && c->slots[i].obj == (uint64_t)(uintptr_t)iocb) {
+		if (c->slots[i].busy &&
+		    __atomic_load_n(&c->slots[i].obj, __ATOMIC_RELAXED) == (uint64_t)(uintptr_t)iocb) {
 			s = &c->slots[i];
 			s->pinned = true;
 			break;
