@@ -8,19 +8,21 @@
  * could on the kernel (ring->nr - 1). The io_context_t is the ring's
  * address.
  *
- * Every call looks its context up in a registry and holds a reference
- * while it runs, so an unknown, destroyed or forked-away context is -EINVAL
+ * Every call looks its context up in a registry and holds it while it
+ * runs, so an unknown, destroyed or forked-away context is -EINVAL
  * without any memory of it being touched. The lookup takes no lock: the
  * registry is a fixed array of hash chains of entries (struct reg_node)
  * that are never freed and never leave their chain; a destroyed context's
  * entry is reused by a later context of the same bucket. A call finds the
- * entry whose key is its io_context_t, counts itself in the entry's refs,
- * and then reads the key again: still its own, the context is live and
- * stays so until the call leaves; changed, it leaves again. io_destroy
- * clears the key before it waits for refs to reach 0; both sides use
- * sequentially consistent atomics, so either the call sees the cleared key
- * or io_destroy sees the call. Setup, destroy and the choice of an entry
- * are serialised by reg_lock, which no call takes.
+ * entry whose key is its io_context_t, names the entry in its thread's
+ * hazard record (hazard.c) or else counts itself in the entry's refs, and
+ * then reads the key again: still its own, the context is live and stays
+ * so until the call leaves; changed, it leaves again. io_destroy clears
+ * the key before it waits until no record names the entry and refs is 0;
+ * the counted side uses sequentially consistent atomics and the hazard
+ * side membarrier, so either the call sees the cleared key or io_destroy
+ * sees the call. Setup, destroy and the choice of an entry are serialised
+ * by reg_lock, which no call takes.
  *
  * io_destroy then wakes the context's sleepers (they return -EINVAL),
  * waits for the calls still running, cancels pending polls as the kernel
@@ -108,6 +110,7 @@ static void on_fork_child(void)
 		}
 	}
 	reg_events = 0;
+	shim__hazard_fork_child();
 	pthread_mutex_unlock(&reg_lock);
 }
 
@@ -181,17 +184,29 @@ static void node_put(struct reg_node *n, uintptr_t key)
 		syscall(SYS_futex, &n->refs, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-struct shim_ctx *shim__get(io_context_t id)
+struct shim_ctx *shim__get(io_context_t id, struct shim_hazard **held)
 {
 	uintptr_t key = (uintptr_t)id;
+	struct shim_hazard *h;
 	struct reg_node *n;
 
+	*held = NULL;
 	if (!key)
 		return NULL;
+	h = shim__hazard_mine();
 	n = atomic_load_explicit(&reg_table[bucket(id)], memory_order_acquire);
 	for (; n; n = n->next) {
 		if (atomic_load_explicit(&n->key, memory_order_relaxed) != key)
 			continue;
+		if (h) {
+			shim__hazard_set(h, n);
+			if (atomic_load_explicit(&n->key, memory_order_acquire) == key) {
+				*held = h;
+				return n->ctx;
+			}
+			shim__hazard_clear(h);
+			continue;
+		}
 		atomic_fetch_add(&n->refs, 1);
 		if (atomic_load(&n->key) == key)
 			return n->ctx;
@@ -201,9 +216,12 @@ struct shim_ctx *shim__get(io_context_t id)
 	return NULL;
 }
 
-void shim__put(struct shim_ctx *c)
+void shim__put(struct shim_ctx *c, struct shim_hazard *held)
 {
-	node_put(c->node, (uintptr_t)c->ring);
+	if (held)
+		shim__hazard_clear(held);
+	else
+		node_put(c->node, (uintptr_t)c->ring);
 }
 
 /* Read or write a word of the caller's memory without faulting: the kernel
@@ -438,12 +456,16 @@ int shim__io_destroy(io_context_t id)
 		return -EINVAL;
 
 	/* Nobody finds it any more; wake those who sleep on it and wait for
-	 * every call in progress to leave. */
+	 * every call in progress to leave. The barrier shows every call that
+	 * did not see the cleared key in its hazard record (hazard.c). */
+	shim__hazard_sync();
 	atomic_store(&c->dead, 1);
 	shim__wake(c);
-	while ((v = atomic_load(&n->refs)) != 0) {
-		/* Bounded: the last call out wakes us, but one waiting in
-		 * the engine's ring is kicked out of it each time round. */
+	while ((v = atomic_load(&n->refs)) != 0 || shim__hazard_names(n)) {
+		/* Bounded: the last counted call out wakes us, a call in a
+		 * hazard record is looked for again each millisecond, and one
+		 * waiting in the engine's ring is kicked out of it each time
+		 * round. */
 		struct timespec ms = { 0, 1000000 };
 
 		fsaio__uring_kick(c->engine);

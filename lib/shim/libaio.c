@@ -85,14 +85,15 @@ SHIM_API int io_destroy(io_context_t ctx)
 SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
 {
 	struct shim_ctx *c;
+	struct shim_hazard *held;
 	int saved = errno;
 	long ret;
 
-	c = shim__get(ctx);
+	c = shim__get(ctx, &held);
 	if (!c)
 		return (int)KERNEL(SYS_io_submit, ctx, nr, ios, 0, 0, 0);
 	ret = shim__submit(c, nr, ios);
-	shim__put(c);
+	shim__put(c, held);
 	errno = saved;
 	return (int)ret;
 }
@@ -103,14 +104,15 @@ int shim__io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *
 		       struct timespec *timeout)
 {
 	struct shim_ctx *c;
+	struct shim_hazard *held;
 	int saved = errno;
 	long ret;
 
-	c = shim__get(ctx);
+	c = shim__get(ctx, &held);
 	if (!c)
 		return (int)KERNEL(SYS_io_getevents, ctx, min_nr, nr, events, timeout, 0);
 	ret = shim__getevents(c, min_nr, nr, events, timeout, NULL);
-	shim__put(c);
+	shim__put(c, held);
 	errno = saved;
 	return (int)ret;
 }
@@ -152,10 +154,11 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 			   struct timespec *timeout, sigset_t *sigmask)
 {
 	struct shim_ctx *c;
+	struct shim_hazard *held;
 	int saved = errno, cs = PTHREAD_CANCEL_DISABLE;
 	long ret;
 
-	c = shim__get(ctx);
+	c = shim__get(ctx, &held);
 	if (!c) {
 		/* The kernel's struct __aio_sigset. */
 		struct { const sigset_t *sigmask; size_t sigsetsize; } ss = { sigmask, _NSIG / 8 };
@@ -166,7 +169,7 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 	if (sigmask)
 		cs = fsaio__nocancel_begin();
 	ret = shim__getevents(c, min_nr, nr, events, timeout, sigmask);
-	shim__put(c);
+	shim__put(c, held);
 	if (sigmask)
 		fsaio__nocancel_end(cs);
 	errno = saved;
@@ -176,6 +179,7 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 {
 	struct shim_ctx *c;
+	struct shim_hazard *held;
 	int saved = errno, ret, cs;
 
 	/* The kernel no longer fills evt: the event always comes through
@@ -185,12 +189,12 @@ int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 		return -EFAULT;
 	if (iocb->aio_key != 0)
 		return -EINVAL;
-	c = shim__get(ctx);
+	c = shim__get(ctx, &held);
 	if (!c)
 		return (int)KERNEL(SYS_io_cancel, ctx, iocb, evt, 0, 0, 0);
 	cs = fsaio__nocancel_begin();
 	ret = shim__cancel(c, iocb);
-	shim__put(c);
+	shim__put(c, held);
 	fsaio__nocancel_end(cs);
 	errno = saved;
 	return ret;

@@ -330,3 +330,98 @@ Test(lifecycle, calls_are_not_cancellation_points)
 	close(p[1]);
 	close(fd);
 }
+
+/* io_destroy while other threads call on the context: each call returns a
+ * result or -EINVAL, none touches the context's memory after it is gone
+ * (ASan, run in loops), and io_destroy returns once the calls in progress
+ * have left. The callers use io_submit and io_cancel only: libaio's
+ * io_getevents reads the ring itself, which a program may not do on a
+ * context it destroys meanwhile. A fresh context each round. */
+enum { RACE_THREADS = 3, RACE_ROUNDS = 20 };
+static io_context_t race_ctx;
+static int race_fd;
+static char race_buf[RACE_THREADS][4096];
+static bool race_accepted[RACE_THREADS];        /* by its thread, read after join */
+
+static void *race_caller(void *arg)
+{
+	long t = (long)(intptr_t)arg;
+	char *buf = race_buf[t];
+	struct iocb cb, *list[1] = { &cb };
+	struct io_event ev;
+
+	for (long n = 0;; n++) {
+		long r;
+
+		io_prep_pread(&cb, race_fd, buf, 4096, 0);
+		r = io_submit(race_ctx, 1, list);
+		if (r == -EINVAL)
+			break;
+		if (r != 1 && r != -EAGAIN)
+			note_error("io_submit (call, result)", n, r);
+		race_accepted[t] |= r == 1;
+		/* Done already (or the context is gone): not cancellable. */
+		r = io_cancel(race_ctx, &cb, &ev);
+		if (r != -EINVAL && r != -EAGAIN)
+			note_error("io_cancel (call, result)", n, r);
+	}
+	return NULL;
+}
+
+Test(lifecycle, destroy_while_threads_call)
+{
+	pthread_t th[RACE_THREADS];
+
+	race_fd = t_file(8192, 64);
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		race_ctx = t_ctx(16);
+		for (long t = 0; t < RACE_THREADS; t++)
+			cr_assert_eq(pthread_create(&th[t], NULL, race_caller, (void *)(intptr_t)t), 0);
+		usleep(1000 + 300 * round);
+		T_EXPECT(io_destroy(race_ctx), 0);
+		for (int t = 0; t < RACE_THREADS; t++)
+			pthread_join(th[t], NULL);
+	}
+	cr_assert_eq(atomic_load(&errors), 0, "%d errors, first: %s", atomic_load(&errors), first_error);
+	/* io_destroy waited for the accepted reads: their buffers are full. */
+	for (int t = 0; t < RACE_THREADS; t++)
+		if (race_accepted[t])
+			cr_assert_eq((unsigned char)race_buf[t][0], t_byte(0, 64));
+	close(race_fd);
+}
+
+/* Threads that make a few calls each and exit, many of them over a
+ * context's life: every request has its event, with the right data. */
+static void *short_lived(void *arg)
+{
+	char buf[4096];
+	struct iocb cb, *list[1] = { &cb };
+	struct io_event ev;
+	long off = (long)(intptr_t)arg % 2 * 4096;
+	struct timespec ts = { T_WAIT_SEC, 0 };
+
+	io_prep_pread(&cb, race_fd, buf, sizeof(buf), off);
+	if (io_submit(race_ctx, 1, list) != 1)
+		note_error("io_submit", (long)(intptr_t)arg, 0);
+	else if (io_getevents(race_ctx, 1, 1, &ev, &ts) != 1 || ev.res != 4096 ||
+		 (unsigned char)buf[0] != t_byte((uint64_t)off, 65))
+		note_error("event (thread, res)", (long)(intptr_t)arg, (long)ev.res);
+	return NULL;
+}
+
+Test(lifecycle, threads_come_and_go)
+{
+	race_ctx = t_ctx(16);
+	race_fd = t_file(8192, 65);
+	for (long i = 0; i < 200; i += 4) {
+		pthread_t th[4];
+
+		for (long t = 0; t < 4; t++)
+			cr_assert_eq(pthread_create(&th[t], NULL, short_lived, (void *)(intptr_t)(i + t)), 0);
+		for (int t = 0; t < 4; t++)
+			pthread_join(th[t], NULL);
+	}
+	cr_assert_eq(atomic_load(&errors), 0, "%d errors, first: %s", atomic_load(&errors), first_error);
+	T_EXPECT(io_destroy(race_ctx), 0);
+	close(race_fd);
+}
