@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * seccomp_deny_uring [--errno=ENOSYS|EPERM] PROGRAM [ARG...]
+ * seccomp_deny_uring [--errno=ENOSYS|EPERM] [--membarrier] PROGRAM [ARG...]
  *
  * Run PROGRAM with io_uring switched off for real, the way users meet it:
  * a container's seccomp profile (Docker's default answers EPERM), a kernel
@@ -15,10 +15,15 @@
  * It sets FSAIO_TEST_NO_URING=1 for tests that would otherwise expect the
  * ring to be used.
  *
+ * With --membarrier it denies membarrier(2) instead, and io_uring not: the
+ * drop-in's calls then hold their context the counted way (lib/shim/
+ * hazard.c), as under a profile without membarrier.
+ *
  * Exit: PROGRAM's status; 1 if the filter could not be installed or did not
  * take; 127 if PROGRAM could not be run.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/io_uring.h>
@@ -56,21 +61,31 @@
 #error "the kernel headers know no io_uring: nothing to deny"
 #endif
 
-static int install(int err)
+static const unsigned uring_calls[] = {
+	__NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
+};
+static const unsigned membarrier_calls[] = { __NR_membarrier };
+
+/* Deny the n system calls nr[] with err. */
+static int install(int err, const unsigned *nr, unsigned n)
 {
-	/* Jump offsets count from the next instruction: 4 from [1] is the
-	 * ALLOW at [6], 3/2/1 from [3]/[4]/[5] the ERRNO at [7]. */
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 4),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 3, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	/* [0] arch, [1] native or ALLOW, [2] nr, [3 .. 3+n) one test each,
+	 * then ALLOW, then ERRNO. Jump offsets count from the next
+	 * instruction. */
+	struct sock_filter f[3 + 3 + 2];
+	unsigned k = 0;
+
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, n + 1);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	for (unsigned i = 0; i < n; i++)
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr[i], n - i, 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+					      SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA));
+	struct sock_fprog prog = { .len = (unsigned short)k, .filter = f };
 
 	/* Without CAP_SYS_ADMIN a filter needs no_new_privs, which also keeps
 	 * it across exec of set-id programs. */
@@ -85,11 +100,22 @@ static int install(int err)
 	return 0;
 }
 
-/* The filter must answer a real io_uring_setup call with err. */
-static int check(int err)
+/* The filter must answer a real call of the denied kind with err. */
+static int check(int err, bool membarrier)
 {
 	struct io_uring_params p;
 	long fd;
+
+	if (membarrier) {
+		errno = 0;
+		if (syscall(__NR_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0) >= 0 ||
+		    errno != err) {
+			fprintf(stderr, "seccomp_deny_uring: membarrier not denied with %s\n",
+				strerror(err));
+			return -1;
+		}
+		return 0;
+	}
 
 	memset(&p, 0, sizeof(p));
 	errno = 0;
@@ -110,6 +136,7 @@ static int check(int err)
 int main(int argc, char **argv)
 {
 	int err = ENOSYS, i = 1;
+	bool membarrier = false;
 
 	if (i < argc && strncmp(argv[i], "--errno=", 8) == 0) {
 		if (strcmp(argv[i] + 8, "EPERM") == 0)
@@ -120,13 +147,20 @@ int main(int argc, char **argv)
 		}
 		i++;
 	}
+	if (i < argc && strcmp(argv[i], "--membarrier") == 0) {
+		membarrier = true;
+		i++;
+	}
 	if (i >= argc) {
-		fprintf(stderr, "usage: seccomp_deny_uring [--errno=ENOSYS|EPERM] PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: seccomp_deny_uring [--errno=ENOSYS|EPERM] [--membarrier] "
+			"PROGRAM [ARG...]\n");
 		return 1;
 	}
-	if (install(err) < 0 || check(err) < 0)
+	if (install(err, membarrier ? membarrier_calls : uring_calls,
+		    membarrier ? 1 : sizeof(uring_calls) / sizeof(uring_calls[0])) < 0 ||
+	    check(err, membarrier) < 0)
 		return 1;
-	if (setenv("FSAIO_TEST_NO_URING", "1", 1) < 0) {
+	if (!membarrier && setenv("FSAIO_TEST_NO_URING", "1", 1) < 0) {
 		perror("seccomp_deny_uring: setenv");
 		return 1;
 	}
