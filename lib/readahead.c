@@ -244,6 +244,7 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
 	uint64_t off = (uint64_t)r->offset, len = fsaio__total(r);
 	struct stream *s;
 	bool queue = false;
+	unsigned seq;
 
 	r->hints_ = 0;
 	if (ra->off || (fi.flags & FSAIO__FD_ADV_RANDOM) || !len)
@@ -267,9 +268,10 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
 	}
 	if (off + len > GET(s->next))
 		PUT(s->next, off + len);
-	if (GET(s->seq) < SEQ_AFTER) {
-		PUT(s->seq, GET(s->seq) + 1);
-		if (GET(s->seq) < SEQ_AFTER) {
+	seq = GET(s->seq);
+	if (seq < SEQ_AFTER) {
+		PUT(s->seq, ++seq);
+		if (seq < SEQ_AFTER) {
 			pthread_mutex_unlock(&s->lock);
 			return;
 		}

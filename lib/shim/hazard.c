@@ -40,10 +40,13 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static bool exit_key_ok;        /* written once by key_once */
 
+/* A thread that ends inside a call (pthread_exit from a signal handler)
+ * holds nothing any more either. */
 static void on_thread_exit(void *rec)
 {
 	struct shim_hazard *h = rec;
 
+	atomic_store_explicit(&h->held, NULL, memory_order_release);
 	atomic_store_explicit(&h->taken, false, memory_order_release);
 }
 
