@@ -10,7 +10,8 @@
  * and wakes the sleepers only when one went to sleep since the last
  * wake-up: once per sleep, however many completions arrive meanwhile. A
  * caller waiting in the io_uring ring instead (ring_waiter) is kicked out
- * of it.
+ * of it. A context with a delivery hook hands its events over instead, and
+ * the hook moves the word its own waiters watch (fsaio__set_deliver).
  *
  * The eventfd is created on first request (most callers never poll it) and
  * is kept readable exactly while events are pending: written on the
@@ -80,8 +81,8 @@ static void futex_wake_all(_Atomic uint32_t *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
-/* After seq moved (Dekker with uring_reap.c: it sets ring_waiter, then
- * reads seq). The waiter clears the flag itself; exchanging it here makes
+/* After the waiters' word moved: seq, or a delivery hook's own (Dekker
+ * with uring_reap.c: it sets ring_waiter, then reads the word). The waiter clears the flag itself; exchanging it here makes
  * one poster of many kick. The poster is never the waiter: it posts only
  * outside the ring. */
 static void kick_ring_waiter(struct fsaio_ctx *ctx)
@@ -101,7 +102,8 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 		return;
 	if (ctx->complete_cb) {
 		/* The slots first: the callback may submit the request again.
-		 * A delivery hook's caller counts its own. */
+		 * A delivery hook's caller counts its own, and moves its own
+		 * word for its waiters (fsaio__set_deliver). */
 		if (ctx->deliver) {
 			ctx->deliver(ctx->complete_arg, ev, n);
 		} else {
@@ -109,8 +111,8 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 				atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_release);
 				ctx->complete_cb(ctx->complete_arg, &ev[i]);
 			}
+			atomic_fetch_add(&cq->seq, 1);
 		}
-		atomic_fetch_add(&cq->seq, 1);
 		kick_ring_waiter(ctx);
 		return;
 	}
@@ -133,11 +135,6 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 		futex_wake_all(&cq->seq);
 	}
 	kick_ring_waiter(ctx);
-}
-
-uint32_t fsaio__events_seq(fsaio_ctx_t *ctx)
-{
-	return atomic_load(&ctx->cq.seq);
 }
 
 void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b)

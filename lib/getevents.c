@@ -101,7 +101,7 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 			break;
 		seen = atomic_load(&cq->seq);
 		pthread_mutex_unlock(&cq->lock);
-		r = fsaio__drive(ctx, seen, expired ? 0 : deadline);
+		r = fsaio__drive(ctx, &cq->seq, seen, expired ? 0 : deadline);
 		pthread_mutex_lock(&cq->lock);
 		polled = expired;
 		if (r == -EAGAIN && !expired)

@@ -255,18 +255,19 @@ static int wait_ring(struct fsaio__uring *u, int64_t deadline)
 	return io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts);
 }
 
-/* Harvest; with nothing harvested or posted since seen, wait once. */
-static int reap_once(struct fsaio__uring *u, uint32_t seen, int64_t deadline)
+/* Harvest; with nothing harvested or delivered since seen, wait once. */
+static int reap_once(struct fsaio__uring *u, const _Atomic uint32_t *word, uint32_t seen,
+		     int64_t deadline)
 {
 	struct fsaio__cq *cq = &u->ctx->cq;
 	int ret;
 
-	if (harvest(u, true) || !deadline || atomic_load(&cq->seq) != seen ||
+	if (harvest(u, true) || !deadline || atomic_load(word) != seen ||
 	    !atomic_load(&u->inflight))
 		return 0;
-	/* Dekker with fsaio__post: it bumps seq, then reads ring_waiter. */
+	/* Dekker with fsaio__post: the word moves, then it reads ring_waiter. */
 	atomic_store(&cq->ring_waiter, true);
-	if (atomic_load(&cq->seq) != seen) {
+	if (atomic_load(word) != seen) {
 		atomic_store(&cq->ring_waiter, false);
 		return 0;
 	}
@@ -276,7 +277,8 @@ static int reap_once(struct fsaio__uring *u, uint32_t seen, int64_t deadline)
 	return ret == -EINTR ? -EINTR : 0;
 }
 
-int fsaio__drive(struct fsaio_ctx *ctx, uint32_t seen, int64_t deadline)
+int fsaio__drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t seen,
+		 int64_t deadline)
 {
 	struct fsaio__uring *u = live(ctx);
 	uint32_t was;
@@ -309,7 +311,7 @@ int fsaio__drive(struct fsaio_ctx *ctx, uint32_t seen, int64_t deadline)
 		}
 		ret = 0;
 	}
-	ret = reap_once(u, seen, deadline);
+	ret = reap_once(u, word, seen, deadline);
 	release_owner(u);
 	atomic_fetch_add(&u->drive_seq, 1);
 out:

@@ -4,29 +4,30 @@
  * public API.
  *
  * Waiting for events by carrying the context's io_uring ring in the
- * waiting thread (uring_reap.c). The pattern: read fsaio__events_seq(), look for events, and
- * if there are too few, fsaio__drive() with that seq; on -EAGAIN sleep
- * your own way, counted by fsaio__drive_need(+1/-1) around the sleep.
+ * waiting thread (uring_reap.c). The pattern: read the word that moves
+ * after each delivery you wait for (a delivery hook's own,
+ * fsaio__set_deliver), look for events, and if there are too few,
+ * fsaio__drive() with that word and what it read; on -EAGAIN sleep your
+ * own way, counted by fsaio__drive_need(+1/-1) around the sleep.
  */
 #ifndef FSAIO_DROPIN_H
 #define FSAIO_DROPIN_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "fsaio.h"
 
-/* Moves after every completion is delivered (posted, or called back). */
-uint32_t fsaio__events_seq(fsaio_ctx_t *ctx);
-
 /*
  * Harvest the ring's completions in this thread and, when none came and
- * nothing was delivered since seen, wait in io_uring_enter once, until
+ * *word still reads seen, wait in io_uring_enter once, until
  * deadline (CLOCK_MONOTONIC ns; INT64_MAX: none; 0: do not wait). 0 (look
  * again), -EINTR (a signal), or -EAGAIN: the ring is not this caller's to
  * carry now (none, idle, another caller carries it, or the thread stays
  * for a waiter); sleep another way.
  */
-int fsaio__drive(fsaio_ctx_t *ctx, uint32_t seen, int64_t deadline);
+int fsaio__drive(fsaio_ctx_t *ctx, const _Atomic uint32_t *word, uint32_t seen,
+		 int64_t deadline);
 
 /* A waiter that relies on the completion thread (it sleeps elsewhere, or
  * reads an eventfd) comes (+1) or goes (-1). */
@@ -41,7 +42,10 @@ void fsaio__uring_kick(fsaio_ctx_t *ctx);
  * instead of one callback per event (a drop-in publishes and signals once
  * per batch). Set once, before the first request. Such a caller keeps
  * what it has in flight within the context's depth itself (a drop-in's
- * ring is smaller), so the engine does not count its requests. */
+ * ring is smaller), so the engine does not count its requests; and fn,
+ * once the events are where its waiters look, moves the word they pass to
+ * fsaio__drive with a sequentially consistent read-modify-write (the
+ * engine reads whether one waits in the ring after fn returns). */
 void fsaio__set_deliver(fsaio_ctx_t *ctx,
 			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n));
 

@@ -393,7 +393,6 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	}
 	for (;;) {
 		uint32_t seen = atomic_load(&c->seq);
-		uint32_t eseen = fsaio__events_seq(c->engine);
 		bool expired;
 		int w;
 
@@ -417,7 +416,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 		expired = tmo == 0 || (deadline != INT64_MAX && fsaio__mono_ns() >= deadline);
 		if (expired && polled)
 			break;
-		w = efd >= 0 ? -EAGAIN : fsaio__drive(c->engine, eseen, expired ? 0 : deadline);
+		w = efd >= 0 ? -EAGAIN : fsaio__drive(c->engine, &c->seq, seen, expired ? 0 : deadline);
 		polled = expired;
 		if (w == -EAGAIN && !expired) {
 			/* Sleep our own way: the engine's thread brings the
