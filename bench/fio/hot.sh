@@ -1,0 +1,83 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Cached reads through the libaio drop-in against the paths it competes
+# with, in rounds: hot 4 KiB random reads on a 1 GiB file, at depth 32 (psync
+# at depth 1), each method once per round for a few seconds, in an order
+# that rotates from round to round. Ratios to the drop-in are taken within
+# each round and their medians over the rounds reported: where the machine's
+# load moves from minute to minute, a ratio of runs seconds apart moves far
+# less than any one run. CPU per I/O is perf stat's task-clock over the
+# whole fio process divided by the I/Os done.
+#
+#   hot.sh [-f FILE] [-s SHIM.so] [-n ROUNDS] [-r SECONDS]
+# FILE defaults to ./fsaio-fio-1g.dat (on disk, not tmpfs); 8 rounds of
+# 3-second runs. Methods: the drop-in; fio's io_uring and psync engines;
+# fio's libaio engine on the kernel's AIO and on the floor
+# (build/bench/libfsaio-libaio-floor.so, bench/README.md). Needs perf.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+file=./fsaio-fio-1g.dat
+shim=$here/../../build/lib/libfsaio-libaio.so
+rounds=8
+runtime=3
+while getopts f:s:n:r:h opt; do
+	case $opt in
+	f) file=$OPTARG ;;
+	s) shim=$OPTARG ;;
+	n) rounds=$OPTARG ;;
+	r) runtime=$OPTARG ;;
+	*) sed -n '2,16p' "$0"; exit 2 ;;
+	esac
+done
+floor=$(dirname "$shim")/../bench/libfsaio-libaio-floor.so
+for f in "$shim" "$floor"; do
+	[ -r "$f" ] || { echo "hot.sh: no $f (build the tree, or use -s)" >&2; exit 2; }
+done
+command -v perf >/dev/null || { echo "hot.sh: perf not installed" >&2; exit 2; }
+[ "$(stat -c %s "$file" 2>/dev/null || echo 0)" -eq $((1 << 30)) ] ||
+	fio --name=layout --filename="$file" --size=1g --rw=write --bs=1m \
+		--ioengine=psync --refill_buffers=1 --end_fsync=1 --output=/dev/null
+out=$(dirname "$file")/fio-hot.$$
+mkdir -p "$out"
+cat "$file" >/dev/null
+
+# NAME:ENGINE:DEPTH:PRELOAD
+methods=("dropin:libaio:32:$shim" "io_uring:io_uring:32:" "psync:psync:1:"
+	 "kaio:libaio:32:" "floor:libaio:32:$floor")
+for ((r = 1; r <= rounds; r++)); do
+	for ((k = 0; k < ${#methods[@]}; k++)); do
+		IFS=: read -r name engine depth preload <<<"${methods[(k + r) % ${#methods[@]}]}"
+		FIO_FILE=$file FIO_ENGINE=$engine FIO_DIRECT=0 FIO_DEPTH=$depth FIO_RUNTIME=$runtime \
+		perf stat -x, -e task-clock -o "$out/$name.$r.perf" \
+			env LD_PRELOAD="$preload" fio --output-format=json \
+			--output="$out/$name.$r.json" "$here/randread-hot.fio" >/dev/null
+	done
+done
+
+python3 - "$out" "$rounds" <<'PY'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+names = ["dropin", "io_uring", "psync", "kaio", "floor"]
+
+def load(name, r):
+    text = open("%s/%s.%d.json" % (out, name, r)).read()
+    rd = json.loads(text[text.index("{"):])["jobs"][0]["read"]
+    ms = [float(l.split(",")[0]) for l in open("%s/%s.%d.perf" % (out, name, r))
+          if "task-clock" in l][0]
+    return rd["iops"], ms * 1000.0 / rd["total_ios"]
+
+res = {(n, r): load(n, r) for n in names for r in range(1, rounds + 1)}
+med = lambda xs: statistics.median(xs)
+print("%-9s %12s %12s   (medians of %d rounds)" % ("method", "IOPS", "CPU us/IO", rounds))
+for n in names:
+    print("%-9s %12.0f %12.2f" % (n, med([res[n, r][0] for r in range(1, rounds + 1)]),
+                                  med([res[n, r][1] for r in range(1, rounds + 1)])))
+def ratio(other, i):
+    return med([res["dropin", r][i] / res[other, r][i] for r in range(1, rounds + 1)])
+print("\ndrop-in / psync: IOPS %.2fx (goal >= 0.9), CPU %.2fx (<= 1.25); / io_uring IOPS %.2fx "
+      "(>= 1.0); / the kernel's AIO %.2fx; / the floor %.2fx (medians of each round's ratio)" % (
+      ratio("psync", 0), ratio("psync", 1), ratio("io_uring", 0), ratio("kaio", 0),
+      ratio("floor", 0)))
+PY
+echo "fio JSON and perf output: $out"
