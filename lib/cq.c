@@ -82,8 +82,9 @@ static void futex_wake_all(_Atomic uint32_t *word)
 }
 
 /* After the waiters' word moved: seq, or a delivery hook's own (Dekker
- * with uring_reap.c: it sets ring_waiter, then reads the word). The waiter clears the flag itself; exchanging it here makes
- * one poster of many kick. The poster is never the waiter: it posts only
+ * with uring_reap.c: it sets ring_waiter, then reads the word). The
+ * waiter clears the flag itself; exchanging it here makes one poster of
+ * many kick. The poster is never the waiter: it posts only
  * outside the ring. */
 static void kick_ring_waiter(struct fsaio_ctx *ctx)
 {

@@ -19,8 +19,8 @@
  * thread-specific key's destructor). Where membarrier is refused (an old
  * kernel, a seccomp filter) or no record can be had, and for a call made
  * while the thread's record is in use (from a signal handler that
- * interrupted a call), shim__hazard_mine()
- * answers NULL and the call counts itself in the entry instead.
+ * interrupted a call), shim__hazard_mine() answers NULL and the call
+ * counts itself in the entry instead.
  */
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -137,8 +137,9 @@ bool shim__hazard_names(const void *p)
 void shim__hazard_fork_child(void)
 {
 	/* The other threads are not in the child, nor their calls; this
-	 * thread keeps its record. The child is a new process for
-	 * membarrier: it registers again. */
+	 * thread keeps its record. The child registers for membarrier
+	 * again: 6.18 carries the parent's registration over, and a second
+	 * one costs a system call, once. */
 	for (struct shim_hazard *h = atomic_load_explicit(&records, memory_order_relaxed); h;
 	     h = h->next) {
 		atomic_store_explicit(&h->held, NULL, memory_order_relaxed);

@@ -4,8 +4,8 @@
  *
  * Completions are published in the kernel's struct aio_ring layout: the
  * engine's delivery hook (any thread) writes a batch's io_events at tail
- * and stores the new tail with release under ctx->lock; reapers load tail with acquire,
- * copy, and store head with release. io_getevents reaps under
+ * and stores the new tail with release under ctx->lock; reapers load tail
+ * with acquire, copy, and store head with release. io_getevents reaps under
  * ctx->reap_lock; a program may also reap by itself, as it can from the
  * kernel's ring, without any lock (like the kernel, we trust only
  * head % nr).
@@ -232,7 +232,8 @@ void shim__deliver(void *arg, const struct fsaio_event *ev, unsigned n)
 	errno = saved;
 }
 
-/* The engine's per-event callback, for a completion it does not batch. */
+/* The callback that makes the engine's context a callback one; with the
+ * delivery hook set (ctx.c), the engine hands every batch to that instead. */
 void shim__complete(void *arg, const struct fsaio_event *ev)
 {
 	shim__deliver(arg, ev, 1);
