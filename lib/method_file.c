@@ -159,6 +159,49 @@ static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	return 0;
 }
 
+/* The inline attempt of read r missed: its remainder goes on. */
+static int missed(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+		  struct fsaio__batch *b)
+{
+	fsaio__fd_missed(ctx, r->fd, fi);
+	/* The NOWAIT miss started readahead of the range itself. */
+	r->hints_ |= FSAIO__HINT_KERNEL_RA;
+	fsaio__batch_nocancel(b);
+	fsaio__miss(ctx, r, b);
+	return 0;
+}
+
+/*
+ * fsaio__read_now's attempt: a plain read of a small range on an fd whose
+ * last read hit, fitted to fi by the caller. Its bytes when the page cache
+ * held all of it (counted: the caller publishes it); 0 otherwise, with
+ * hints for start_rw, which then skips the stream detector and, after a
+ * miss, the attempt already made.
+ */
+int64_t fsaio__file_read_cached(struct fsaio_ctx *ctx, struct fsaio_req *r,
+				struct fsaio__fdinfo fi)
+{
+	struct iovec tmp[1];
+	ssize_t n;
+
+	if ((ctx->flags & FSAIO_CTX_NO_INLINE) || r->len >= PROBE_ALWAYS_BYTES ||
+	    (fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK)))
+		return 0;
+	fsaio__stream_enter(ctx, r, fi);
+	n = fsaio__rw_once(r, tmp, 1, RWF_NOWAIT);
+	if (n == (ssize_t)r->len) {
+		FSAIO__INC(ctx, bytes_inline, (uint64_t)n);
+		FSAIO__INC(ctx, completed_inline, 1);
+		fsaio__stream_hit(ctx, r);
+		return n;
+	}
+	/* A short read may be EOF, and an error may be the request's or come
+	 * from an fd number now naming another file: start_rw attempts those
+	 * again, as its own. */
+	r->hints_ |= FSAIO__HINT_ENTERED | (n == -EAGAIN ? FSAIO__HINT_TRIED : 0);
+	return 0;
+}
+
 static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		    struct fsaio__fdinfo fi, struct fsaio__batch *b)
 {
@@ -171,10 +214,17 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__complete(ctx, r, 0, b);
 		return 0;
 	}
-	if (write)
+	if (write) {
 		r->hints_ = 0;
-	else
+	} else if (r->hints_ & FSAIO__HINT_ENTERED) {
+		bool tried = r->hints_ & FSAIO__HINT_TRIED;
+
+		r->hints_ &= ~(uint64_t)(FSAIO__HINT_ENTERED | FSAIO__HINT_TRIED);
+		if (tried)
+			return missed(ctx, r, fi, b);
+	} else {
 		fsaio__stream_enter(ctx, r, fi);
+	}
 	if (ctx->flags & FSAIO_CTX_NO_INLINE) {
 		fsaio__batch_nocancel(b);
 		fsaio__miss(ctx, r, b);
@@ -230,14 +280,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			fsaio__complete(ctx, r, (int64_t)r->done_, b);
 			return 0;
 		}
-		if (n == 0 || n == -EAGAIN) {
-			fsaio__fd_missed(ctx, r->fd, fi);
-			/* The NOWAIT miss started readahead of the range itself. */
-			r->hints_ |= FSAIO__HINT_KERNEL_RA;
-			fsaio__batch_nocancel(b);
-			fsaio__miss(ctx, r, b);
-			return 0;
-		}
+		if (n == 0 || n == -EAGAIN)
+			return missed(ctx, r, fi, b);
 		if (n == -EINTR)
 			continue;
 		if ((n == -EOPNOTSUPP || n == -EINVAL) && !(r->rw_flags & RWF_NOWAIT)) {

@@ -114,8 +114,11 @@ static inline void fsaio__set_stream(struct fsaio_req *r, bool stream)
 enum {
 	FSAIO__HINT_SEQ = 1u << 0,        /* part of a sequential stream (readahead.c) */
 	FSAIO__HINT_KERNEL_RA = 1u << 1,  /* a NOWAIT miss already started readahead */
-	/* 1u << 2 free: cancels are tracked in uring.c, not in the request */
+	/* fsaio__file_read_cached entered it in the stream detector (ENTERED),
+	 * and its attempt missed (TRIED): start_rw does neither again */
+	FSAIO__HINT_TRIED = 1u << 2,
 	FSAIO__HINT_EFAULT_RETRY = 1u << 3, /* uring.c: resubmitted once after an -EFAULT */
+	FSAIO__HINT_ENTERED = 1u << 4,
 };
 
 #endif /* FSAIO_REQ_H */

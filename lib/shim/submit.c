@@ -64,6 +64,27 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct 
 	return 0;
 }
 
+/* A read, prepared in slot s, handed to the engine alone: true once it is
+ * accepted, its event in the ring already when the page cache held it;
+ * false to submit it with the batch (not a read, or refused: the batch's
+ * way answers for it). */
+static bool submit_now(struct shim_ctx *c, struct shim_slot *s)
+{
+	struct fsaio_event ev = { .user_data = s, .req = &s->req };
+
+	if (s->opcode != IOCB_CMD_PREAD || s->resfd >= 0)
+		return false;
+	switch (fsaio__read_now(c->engine, &s->req, &ev.res)) {
+	case 1:
+		shim__deliver(c, &ev, 1);
+		return true;
+	case 0:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* The iocbs of one batch: slots are taken for the whole batch in one round
  * of ctx->lock (more only if it runs short), the engine publishes the
  * inline completions in one more (shim__deliver), and the slots left
@@ -83,19 +104,19 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 		struct iocb *failed = NULL;     /* the iocb prepare refused, if readable */
 		uint32_t failed_key = 0;        /* its aio_key before prepare */
 		unsigned want = nr - done < BATCH ? (unsigned)(nr - done) : BATCH;
-		unsigned k = 0, off, have;
+		unsigned k = 0, now = 0, off, have;
 		int n;
 
 		have = shim__take_slots(c, want, slots);
-		while (k < want) {
+		while (now + k < want) {
 			struct iocb *ucb, cb;
 
 			/* get_user() of each entry, as the kernel reads them. */
-			if (!shim__user_ptr_ok(&ios[done + k], sizeof(*ios))) {
+			if (!shim__user_ptr_ok(&ios[done + now + k], sizeof(*ios))) {
 				ret = -EFAULT;
 				break;
 			}
-			ucb = ios[done + k];
+			ucb = ios[done + now + k];
 			/* copy_from_user() of the iocb. */
 			if (!shim__user_ptr_ok(ucb, sizeof(*ucb))) {
 				ret = -EFAULT;
@@ -118,6 +139,13 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 			if (ret)
 				break;
 			failed = NULL;
+			/* With none of this batch's requests waiting before it, a
+			 * read goes in alone (submit_now). */
+			if (!k && submit_now(c, slots[0])) {
+				slots[0] = slots[--have];
+				now++;
+				continue;
+			}
 			reqs[k] = &slots[k]->req;
 			/* A request that signals an eventfd ends the batch: the
 			 * kernel signals it before it reads the next iocb, which
@@ -127,7 +155,8 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 		}
 		if (!k) {
 			shim__slots_release(c, slots, have);
-			break;
+			done += now;
+			continue;
 		}
 		/* The engine stops at a request it refuses and returns how many
 		 * it took; asked again, it answers the refused one's error. */
@@ -155,7 +184,7 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 			failed->aio_key = failed_key;
 		/* The refused requests' slots and those never used. */
 		shim__slots_release(c, slots + off, have - off);
-		done += off;
+		done += now + off;
 	}
 	return done ? done : ret;
 }

@@ -220,14 +220,50 @@ Test(lifecycle, submitting_threads_exit_first)
 	threads_case(false);
 }
 
+/* io_destroy(ctx) with FSAIO_STATS=1: the engine's counters, which it
+ * prints on stderr, into text. */
+static void destroy_with_stats(io_context_t ctx, char *text, size_t size)
+{
+	char path[4096];
+	int out, saved;
+
+	snprintf(path, sizeof(path), "%s/stderr", t_dir());
+	out = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(out, 0);
+	saved = dup(2);
+	dup2(out, 2);
+	setenv("FSAIO_STATS", "1", 1);
+	T_EXPECT(io_destroy(ctx), 0);
+	unsetenv("FSAIO_STATS");
+	dup2(saved, 2);
+	close(saved);
+	memset(text, 0, size);
+	cr_assert_gt(pread(out, text, size - 1, 0), 0);
+	close(out);
+	unlink(path);
+	cr_assert(strstr(text, "fsaio: io_context"), "stderr: %s", text);
+}
+
+/* The counter called name in destroy_with_stats' text. */
+static unsigned long long stat_of(const char *text, const char *name)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), " %s ", name);
+	p = strstr(text, key);
+	cr_assert(p, "no \"%s\" in: %s", name, text);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
 /* FSAIO_STATS=1: the engine's counters on stderr when a context goes. */
 Test(lifecycle, stats_on_destroy)
 {
-	char path[4096], text[1024] = { 0 };
+	char text[1024];
 	io_context_t ctx;
-	int fd, out, saved;
 	char buf[4096];
 	struct iocb cb;
+	int fd;
 
 	T_SHIM_ONLY("FSAIO_STATS is the shim's");
 	ctx = t_ctx(8);
@@ -236,19 +272,46 @@ Test(lifecycle, stats_on_destroy)
 		io_prep_pread(&cb, fd, buf, sizeof(buf), i * 4096);
 		cr_assert_eq(t_do(ctx, &cb), 4096);
 	}
-	snprintf(path, sizeof(path), "%s/stderr", t_dir());
-	out = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	saved = dup(2);
-	dup2(out, 2);
-	setenv("FSAIO_STATS", "1", 1);
-	T_EXPECT(io_destroy(ctx), 0);
-	dup2(saved, 2);
-	close(saved);
-	cr_assert_gt(pread(out, text, sizeof(text) - 1, 0), 0);
-	close(out);
-	unlink(path);
-	cr_assert(strstr(text, "fsaio: io_context"), "stderr: %s", text);
+	destroy_with_stats(ctx, text, sizeof(text));
 	cr_assert(strstr(text, "requests 3,"), "stderr: %s", text);
+	close(fd);
+}
+
+/*
+ * A read the page cache holds is done inside io_submit; a miss on an fd
+ * whose last read hit goes on from its one attempt, and marks the fd so
+ * that its next read is probed first; a hit clears the mark. Blocks 0, 8
+ * and 16 are cached, block 200 is not (POSIX_FADV_RANDOM: nothing is read
+ * around them).
+ */
+Test(lifecycle, reads_take_the_way_the_cache_says)
+{
+	static const int blocks[] = { 0, 8, 16, 200, 8, 16 };
+	char text[1024], buf[4096];
+	io_context_t ctx;
+	struct iocb cb;
+	int fd;
+
+	T_SHIM_ONLY("FSAIO_STATS is the shim's");
+	fd = t_file(1 << 20, 65);
+	t_cold(fd);
+	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(pread(fd, buf, sizeof(buf), blocks[i] * 4096), 4096);
+	cr_assert_eq(t_cached_pages(fd, 200 * 4096, 4096), 0);
+	ctx = t_ctx(8);
+	for (unsigned i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+		memset(buf, 0, sizeof(buf));
+		io_prep_pread(&cb, fd, buf, sizeof(buf), blocks[i] * 4096);
+		cr_assert_eq(t_do(ctx, &cb), 4096, "block %d", blocks[i]);
+		t_check(buf, sizeof(buf), (uint64_t)blocks[i] * 4096, 65);
+	}
+	destroy_with_stats(ctx, text, sizeof(text));
+	cr_assert_eq(stat_of(text, "requests"), 6, "%s", text);
+	/* The miss alone left the submitter; the read after it was probed. */
+	cr_assert_eq(stat_of(text, "inline"), 5, "%s", text);
+	cr_assert_eq(stat_of(text, "probes"), 1, "%s", text);
+	cr_assert_eq(stat_of(text, "queued") + stat_of(text, "SQEs"), 1, "%s", text);
 	close(fd);
 }
 
