@@ -33,7 +33,7 @@ extern const struct fsaio__method fsaio__method_pollable;
 extern const struct fsaio__method fsaio__method_direct;
 extern const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX];
 
-/* The file method's attempt for fsaio__read_now (method_file.c). */
+/* The file method's attempt for fsaio__submit_one (method_file.c). */
 int64_t fsaio__file_read_cached(struct fsaio_ctx *ctx, struct fsaio_req *r,
 				struct fsaio__fdinfo fi);
 

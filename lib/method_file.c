@@ -172,9 +172,9 @@ static int missed(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdin
 }
 
 /*
- * fsaio__read_now's attempt: a plain read of a small range on an fd whose
+ * fsaio__submit_one's attempt: a plain read of a small range on an fd whose
  * last read hit, fitted to fi by the caller. Its bytes when the page cache
- * held all of it (counted: the caller publishes it); 0 otherwise, with
+ * held all of it (counted: the caller posts it); 0 otherwise, with
  * hints for start_rw, which then skips the stream detector and, after a
  * miss, the attempt already made.
  */

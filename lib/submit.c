@@ -218,16 +218,15 @@ int fsaio__submit_lazy(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 }
 
 /*
- * The drop-in's way in for one request (dropin.h). A plain read the file
- * method may attempt at once is attempted here, and a full read is handed
- * back to the caller to publish, without the batch, the dispatch and the
- * delivery hook that the same read costs through submit_body. Everything
- * else, a miss included, goes through submit_body.
+ * The drop-in's way in for one request (dropin.h). A plain read that the
+ * file method may attempt at once is attempted here, and a full one is
+ * posted from here, without the batch and the dispatch that submit_body
+ * takes it through. Everything else, a miss included, goes through
+ * submit_body.
  */
-int fsaio__read_now(fsaio_ctx_t *ctx, struct fsaio_req *r, int64_t *res)
+int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r)
 {
 	struct fsaio__fdinfo fi;
-	int n;
 
 	if (fsaio__ctx_ok(ctx) && r->opcode == FSAIO_OP_PREAD && !r->reserved && !r->flags &&
 	    !r->rw_flags && r->offset >= 0 && r->len && r->len <= (uint64_t)(INT64_MAX - r->offset) &&
@@ -239,15 +238,17 @@ int fsaio__read_now(fsaio_ctx_t *ctx, struct fsaio_req *r, int64_t *res)
 		r->total_ = r->len;
 		r->done_ = 0;
 		got = fsaio__file_read_cached(ctx, r, fi);
-		errno = saved;
 		if (got > 0) {
+			struct fsaio_event ev = { .user_data = r->user_data, .req = r, .res = got };
+
 			FSAIO__INC(ctx, requests, 1);
-			*res = got;
+			fsaio__post(ctx, &ev, 1);
+			errno = saved;
 			return 1;
 		}
+		errno = saved;
 	}
-	n = submit_body(ctx, &r, 1, FSAIO__CS_LAZY);
-	return n == 1 ? 0 : n;
+	return submit_body(ctx, &r, 1, FSAIO__CS_LAZY);
 }
 
 static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)

@@ -49,10 +49,8 @@ void fsaio__uring_kick(fsaio_ctx_t *ctx);
 void fsaio__set_deliver(fsaio_ctx_t *ctx,
 			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n));
 
-/* Submit one request, as fsaio__submit_lazy, except that a read the page
- * cache holds may be done in this call without an event: 1 and *res its
- * result (the caller publishes it itself), 0 when submitted (its event
- * follows through the delivery hook), or -errno when refused. */
-int fsaio__read_now(fsaio_ctx_t *ctx, struct fsaio_req *r, int64_t *res);
+/* Submit one request, as fsaio__submit_lazy (1 or -errno), a read the
+ * page cache holds by the shortest way: attempted and posted at once. */
+int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r);
 
 #endif /* FSAIO_DROPIN_H */

@@ -64,25 +64,14 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct 
 	return 0;
 }
 
-/* A read, prepared in slot s, handed to the engine alone: true once it is
- * accepted, its event in the ring already when the page cache held it;
- * false to submit it with the batch (not a read, or refused: the batch's
- * way answers for it). */
+/* A read, prepared in slot s, handed to the engine alone, when no
+ * request of its batch waits before it: true once accepted (its event is
+ * in the ring already when the page cache held it); false to submit it
+ * with the batch (not a read, or refused: the batch's way answers for it). */
 static bool submit_now(struct shim_ctx *c, struct shim_slot *s)
 {
-	struct fsaio_event ev = { .user_data = s, .req = &s->req };
-
-	if (s->opcode != IOCB_CMD_PREAD || s->resfd >= 0)
-		return false;
-	switch (fsaio__read_now(c->engine, &s->req, &ev.res)) {
-	case 1:
-		shim__deliver(c, &ev, 1);
-		return true;
-	case 0:
-		return true;
-	default:
-		return false;
-	}
+	return s->opcode == IOCB_CMD_PREAD && s->resfd < 0 &&
+	       fsaio__submit_one(c->engine, &s->req) == 1;
 }
 
 /* The iocbs of one batch: slots are taken for the whole batch in one round
