@@ -12,8 +12,9 @@
 #   hot.sh [-f FILE] [-s SHIM.so] [-n ROUNDS] [-r SECONDS]
 # FILE defaults to ./fsaio-fio-1g.dat (on disk, not tmpfs); 8 rounds of
 # 3-second runs. Methods: the drop-in; fio's io_uring and psync engines;
-# fio's libaio engine on the kernel's AIO and on the floor
-# (build/bench/libfsaio-libaio-floor.so, bench/README.md). Needs perf.
+# fio's libaio engine on the kernel's AIO, on the floor and on the contract
+# floor (build/bench/libfsaio-libaio-floor.so and
+# libfsaio-libaio-contract-floor.so, bench/README.md). Needs perf.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,11 +28,12 @@ while getopts f:s:n:r:h opt; do
 	s) shim=$OPTARG ;;
 	n) rounds=$OPTARG ;;
 	r) runtime=$OPTARG ;;
-	*) sed -n '2,16p' "$0"; exit 2 ;;
+	*) sed -n '2,17p' "$0"; exit 2 ;;
 	esac
 done
 floor=$(dirname "$shim")/../bench/libfsaio-libaio-floor.so
-for f in "$shim" "$floor"; do
+cfloor=$(dirname "$shim")/../bench/libfsaio-libaio-contract-floor.so
+for f in "$shim" "$floor" "$cfloor"; do
 	[ -r "$f" ] || { echo "hot.sh: no $f (build the tree, or use -s)" >&2; exit 2; }
 done
 command -v perf >/dev/null || { echo "hot.sh: perf not installed" >&2; exit 2; }
@@ -44,7 +46,7 @@ cat "$file" >/dev/null
 
 # NAME:ENGINE:DEPTH:PRELOAD
 methods=("dropin:libaio:32:$shim" "io_uring:io_uring:32:" "psync:psync:1:"
-	 "kaio:libaio:32:" "floor:libaio:32:$floor")
+	 "kaio:libaio:32:" "floor:libaio:32:$floor" "cfloor:libaio:32:$cfloor")
 for ((r = 1; r <= rounds; r++)); do
 	for ((k = 0; k < ${#methods[@]}; k++)); do
 		IFS=: read -r name engine depth preload <<<"${methods[(k + r) % ${#methods[@]}]}"
@@ -58,7 +60,7 @@ done
 python3 - "$out" "$rounds" <<'PY'
 import json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-names = ["dropin", "io_uring", "psync", "kaio", "floor"]
+names = ["dropin", "io_uring", "psync", "kaio", "floor", "cfloor"]
 
 def load(name, r):
     text = open("%s/%s.%d.json" % (out, name, r)).read()
@@ -76,8 +78,13 @@ for n in names:
 def ratio(other, i):
     return med([res["dropin", r][i] / res[other, r][i] for r in range(1, rounds + 1)])
 print("\ndrop-in / psync: IOPS %.2fx (goal >= 0.9), CPU %.2fx (<= 1.25); / io_uring IOPS %.2fx "
-      "(>= 1.0); / the kernel's AIO %.2fx; / the floor %.2fx (medians of each round's ratio)" % (
+      "(>= 1.0); / the kernel's AIO %.2fx; / the floor %.2fx; / the contract floor %.2fx "
+      "(medians of each round's ratio)" % (
       ratio("psync", 0), ratio("psync", 1), ratio("io_uring", 0), ratio("kaio", 0),
-      ratio("floor", 0)))
+      ratio("floor", 0), ratio("cfloor", 0)))
+def fratio(a, b):
+    return med([res[a, r][0] / res[b, r][0] for r in range(1, rounds + 1)])
+print("the contract floor / psync: IOPS %.2fx; / io_uring %.2fx; / the floor %.2fx" % (
+      fratio("cfloor", "psync"), fratio("cfloor", "io_uring"), fratio("cfloor", "floor")))
 PY
 echo "fio JSON and perf output: $out"

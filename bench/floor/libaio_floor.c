@@ -10,17 +10,60 @@
  * libaio:
  *
  *   LD_PRELOAD=build/bench/libfsaio-libaio-floor.so fio ... --ioengine=libaio
+ *
+ * Built with FLOOR_CONTRACT (libfsaio-libaio-contract-floor.so), it also
+ * pays what any libaio that keeps the kernel's contract for a cached read
+ * must: the read may not block (preadv2 with RWF_NOWAIT, as a raw system
+ * call: io_submit is no cancellation point), and threads share a context
+ * (its events are kept and taken under its lock, and a publish moves a
+ * futex word and looks for reapers asleep on it). Still no other opcode,
+ * no miss carried anywhere (a miss's event is -EAGAIN), no reaper that
+ * sleeps, no context lookup.
  */
 #include <errno.h>
 #include <libaio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
+#ifdef FLOOR_CONTRACT
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#endif
 
 /* A context: the events of completed requests not yet taken, in order. */
 struct floor_ctx {
+#ifdef FLOOR_CONTRACT
+	pthread_mutex_t lock;   /* guards what follows */
+	unsigned seq, sleepers; /* a futex word bumped per publish; reapers asleep on it */
+#endif
 	unsigned cap, head, count;
 	struct io_event ev[];
 };
+
+#ifdef FLOOR_CONTRACT
+#define LOCK(c) pthread_mutex_lock(&(c)->lock)
+#define UNLOCK(c) pthread_mutex_unlock(&(c)->lock)
+
+static ssize_t read_nowait(int fd, void *buf, size_t len, long long off)
+{
+	struct iovec iov = { buf, len };
+	long n = syscall(SYS_preadv2, fd, &iov, 1, (long)off, 0L, RWF_NOWAIT);
+
+	return n < 0 ? -errno : n;
+}
+#else
+#define LOCK(c) ((void)0)
+#define UNLOCK(c) ((void)0)
+
+static ssize_t read_nowait(int fd, void *buf, size_t len, long long off)
+{
+	ssize_t n = pread(fd, buf, len, off);
+
+	return n < 0 ? -errno : n;
+}
+#endif
 
 int io_setup(int nr, io_context_t *ctxp)
 {
@@ -32,6 +75,9 @@ int io_setup(int nr, io_context_t *ctxp)
 	if (!c)
 		return -ENOMEM;
 	c->cap = (unsigned)nr;
+#ifdef FLOOR_CONTRACT
+	pthread_mutex_init(&c->lock, NULL);
+#endif
 	*ctxp = (io_context_t)c;
 	return 0;
 }
@@ -60,18 +106,34 @@ int io_submit(io_context_t ctx, long nr, struct iocb **iocbs)
 	for (i = 0; i < nr; i++) {
 		struct iocb *cb = iocbs[i];
 		struct io_event *ev;
+		bool wake = false;
 		ssize_t n;
 
 		if (cb->aio_lio_opcode != IO_CMD_PREAD)
 			return i ? (int)i : -EINVAL;
-		if (c->count == c->cap)
+		/* Room first, as the kernel takes its slot before the read. */
+		if (__atomic_load_n(&c->count, __ATOMIC_RELAXED) == c->cap)
 			return i ? (int)i : -EAGAIN;
-		n = pread(cb->aio_fildes, cb->u.c.buf, cb->u.c.nbytes, cb->u.c.offset);
-		ev = &c->ev[(c->head + c->count++) % c->cap];
+		n = read_nowait(cb->aio_fildes, cb->u.c.buf, cb->u.c.nbytes, cb->u.c.offset);
+		LOCK(c);
+		ev = &c->ev[(c->head + c->count) % c->cap];
+		__atomic_store_n(&c->count, c->count + 1, __ATOMIC_RELAXED);
 		ev->data = cb->data;
 		ev->obj = cb;
-		ev->res = n < 0 ? (unsigned long)-errno : (unsigned long)n;
+		ev->res = (unsigned long)n;
 		ev->res2 = 0;
+#ifdef FLOOR_CONTRACT
+		__atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
+		wake = c->sleepers;
+		c->sleepers = 0;
+#endif
+		UNLOCK(c);
+#ifdef FLOOR_CONTRACT
+		if (wake)
+			syscall(SYS_futex, &c->seq, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
+#else
+		(void)wake;
+#endif
 	}
 	return (int)i;
 }
@@ -84,11 +146,13 @@ int io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events
 
 	(void)min_nr;
 	(void)timeout;
+	LOCK(c);
 	while (n < nr && c->count) {
 		events[n++] = c->ev[c->head];
 		c->head = (c->head + 1) % c->cap;
-		c->count--;
+		__atomic_store_n(&c->count, c->count - 1, __ATOMIC_RELAXED);
 	}
+	UNLOCK(c);
 	return (int)n;
 }
 
