@@ -231,7 +231,7 @@ int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r)
 	if (fsaio__ctx_ok(ctx) && r->opcode == FSAIO_OP_PREAD && !r->reserved && !r->flags &&
 	    !r->rw_flags && r->offset >= 0 && r->len && r->len <= (uint64_t)(INT64_MAX - r->offset) &&
 	    !fsaio__fd_get(ctx, r->fd, &fi) && fi.kind == FSAIO__KIND_FILE &&
-	    !fsaio__fd_fit(r, fi)) {
+	    !(fi.flags & FSAIO__FD_PATH) && !fsaio__fd_fit(r, fi)) {
 		int saved = errno;
 		int64_t got;
 
