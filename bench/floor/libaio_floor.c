@@ -15,8 +15,9 @@
  * pays what any libaio that keeps the kernel's contract for a cached read
  * must: the read may not block (preadv2 with RWF_NOWAIT, as a raw system
  * call: io_submit is no cancellation point), and threads share a context
- * (its events are kept and taken under its lock, and a publish moves a
- * futex word and looks for reapers asleep on it). Still no other opcode,
+ * (a slot taken with an atomic before the read, as the kernel takes it;
+ * events kept and taken under the context's lock; a publish moves a futex
+ * word and looks for reapers asleep on it). Still no other opcode,
  * no miss carried anywhere (a miss is read there and then), no reaper
  * that sleeps, no context lookup.
  */
@@ -35,6 +36,7 @@
 /* A context: the events of completed requests not yet taken, in order. */
 struct floor_ctx {
 #ifdef FLOOR_CONTRACT
+	int avail;              /* atomic: slots free for requests (taken before the read) */
 	pthread_mutex_t lock;   /* guards what follows */
 	unsigned seq, sleepers; /* a futex word bumped per publish; reapers asleep on it */
 #endif
@@ -57,6 +59,26 @@ static ssize_t read_nowait(int fd, void *buf, size_t len, long long off)
 		n = syscall(SYS_pread64, fd, buf, len, (long)off);
 	return n < 0 ? -errno : n;
 }
+
+/* A slot for one request, taken before its read as the kernel takes it:
+ * false when the context is full. Reapers give slots back. */
+static bool take_slot(struct floor_ctx *c)
+{
+	int v = __atomic_load_n(&c->avail, __ATOMIC_RELAXED);
+
+	do {
+		if (!v)
+			return false;
+	} while (!__atomic_compare_exchange_n(&c->avail, &v, v - 1, true, __ATOMIC_ACQUIRE,
+					      __ATOMIC_RELAXED));
+	return true;
+}
+
+static void give_slots(struct floor_ctx *c, long n)
+{
+	if (n)
+		__atomic_fetch_add(&c->avail, (int)n, __ATOMIC_RELEASE);
+}
 #else
 #define LOCK(c) ((void)0)
 #define UNLOCK(c) ((void)0)
@@ -66,6 +88,18 @@ static ssize_t read_nowait(int fd, void *buf, size_t len, long long off)
 	ssize_t n = pread(fd, buf, len, off);
 
 	return n < 0 ? -errno : n;
+}
+
+/* One thread per context: what is kept is all that is taken. */
+static bool take_slot(struct floor_ctx *c)
+{
+	return c->count < c->cap;
+}
+
+static void give_slots(struct floor_ctx *c, long n)
+{
+	(void)c;
+	(void)n;
 }
 #endif
 
@@ -80,6 +114,7 @@ int io_setup(int nr, io_context_t *ctxp)
 		return -ENOMEM;
 	c->cap = (unsigned)nr;
 #ifdef FLOOR_CONTRACT
+	c->avail = nr;
 	pthread_mutex_init(&c->lock, NULL);
 #endif
 	*ctxp = (io_context_t)c;
@@ -115,13 +150,11 @@ int io_submit(io_context_t ctx, long nr, struct iocb **iocbs)
 
 		if (cb->aio_lio_opcode != IO_CMD_PREAD)
 			return i ? (int)i : -EINVAL;
-		/* Room first, as the kernel takes its slot before the read. */
-		if (__atomic_load_n(&c->count, __ATOMIC_RELAXED) == c->cap)
+		if (!take_slot(c))
 			return i ? (int)i : -EAGAIN;
 		n = read_nowait(cb->aio_fildes, cb->u.c.buf, cb->u.c.nbytes, cb->u.c.offset);
 		LOCK(c);
-		ev = &c->ev[(c->head + c->count) % c->cap];
-		__atomic_store_n(&c->count, c->count + 1, __ATOMIC_RELAXED);
+		ev = &c->ev[(c->head + c->count++) % c->cap];
 		ev->data = cb->data;
 		ev->obj = cb;
 		ev->res = (unsigned long)n;
@@ -154,9 +187,10 @@ int io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events
 	while (n < nr && c->count) {
 		events[n++] = c->ev[c->head];
 		c->head = (c->head + 1) % c->cap;
-		__atomic_store_n(&c->count, c->count - 1, __ATOMIC_RELAXED);
+		c->count--;
 	}
 	UNLOCK(c);
+	give_slots(c, n);
 	return (int)n;
 }
 
