@@ -412,7 +412,7 @@ static void print_stats(struct shim_ctx *c)
 		"probes %llu (cold %llu), cancelled %llu, io_uring SQEs %llu "
 		"(straight to the ring %llu), bytes by io_uring %llu, ring completions "
 		"taken by the waiting caller %llu, by the ring thread %llu, reaper sleeps "
-		"%llu, wake-ups %llu\n",
+		"%llu, wake-ups %llu, stream hits %llu, readahead calls %llu\n",
 		(void *)c->ring, (unsigned long long)st.requests,
 		(unsigned long long)st.completed_inline, (unsigned long long)st.partial_inline,
 		(unsigned long long)st.queued, (unsigned long long)st.retries,
@@ -421,7 +421,8 @@ static void print_stats(struct shim_ctx *c)
 		(unsigned long long)st.cancelled, (unsigned long long)st.uring_submissions,
 		(unsigned long long)st.straight_to_ring, (unsigned long long)st.bytes_uring,
 		(unsigned long long)st.ring_reaped_caller, (unsigned long long)st.ring_reaped_thread,
-		(unsigned long long)st.reaper_sleeps, (unsigned long long)st.reaper_wakeups);
+		(unsigned long long)st.reaper_sleeps, (unsigned long long)st.reaper_wakeups,
+		(unsigned long long)st.stream_hits, (unsigned long long)st.readahead_calls);
 }
 
 /* Sleep until the context's state changes (a completion or a call ends). */

@@ -315,6 +315,29 @@ Test(lifecycle, reads_take_the_way_the_cache_says)
 	close(fd);
 }
 
+/* Reads in order through the drop-in are a stream to the engine: the ones
+ * after its first few are counted as its hits. */
+Test(lifecycle, reads_in_order_are_a_stream)
+{
+	char text[1024], buf[4096];
+	io_context_t ctx;
+	struct iocb cb;
+	int fd;
+
+	T_SHIM_ONLY("FSAIO_STATS is the shim's");
+	fd = t_file(1 << 20, 66);
+	ctx = t_ctx(8);
+	for (int i = 0; i < 16; i++) {
+		io_prep_pread(&cb, fd, buf, sizeof(buf), i * 4096);
+		cr_assert_eq(t_do(ctx, &cb), 4096, "read %d", i);
+		t_check(buf, sizeof(buf), (uint64_t)i * 4096, 66);
+	}
+	destroy_with_stats(ctx, text, sizeof(text));
+	cr_assert_eq(stat_of(text, "requests"), 16, "%s", text);
+	cr_assert_geq(stat_of(text, "hits"), 8, "%s", text);
+	close(fd);
+}
+
 /* The kernel's io_* are system calls, not cancellation points: a thread
  * with a cancel pending submits, then sleeps in io_pgetevents until a pipe
  * is written, and both calls return whole; the cancel is acted on at the
