@@ -277,6 +277,18 @@ Test(lifecycle, stats_on_destroy)
 	close(fd);
 }
 
+/* Read 4 KiB block `block` of fd, made with seed, through ctx into buf,
+ * and check its bytes. */
+static void read_block(io_context_t ctx, int fd, char *buf, int block, unsigned seed)
+{
+	struct iocb cb;
+
+	memset(buf, 0, 4096);
+	io_prep_pread(&cb, fd, buf, 4096, (long long)block * 4096);
+	cr_assert_eq(t_do(ctx, &cb), 4096, "block %d", block);
+	t_check(buf, 4096, (uint64_t)block * 4096, seed);
+}
+
 /*
  * A read the page cache holds is done inside io_submit; a miss on an fd
  * whose last read hit goes on from its one attempt, and marks the fd so
@@ -289,7 +301,6 @@ Test(lifecycle, reads_take_the_way_the_cache_says)
 	static const int blocks[] = { 0, 8, 16, 200, 8, 16 };
 	char text[1024], buf[4096];
 	io_context_t ctx;
-	struct iocb cb;
 	int fd;
 
 	T_SHIM_ONLY("FSAIO_STATS is the shim's");
@@ -300,12 +311,8 @@ Test(lifecycle, reads_take_the_way_the_cache_says)
 		cr_assert_eq(pread(fd, buf, sizeof(buf), blocks[i] * 4096), 4096);
 	cr_assert_eq(t_cached_pages(fd, 200 * 4096, 4096), 0);
 	ctx = t_ctx(8);
-	for (unsigned i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
-		memset(buf, 0, sizeof(buf));
-		io_prep_pread(&cb, fd, buf, sizeof(buf), blocks[i] * 4096);
-		cr_assert_eq(t_do(ctx, &cb), 4096, "block %d", blocks[i]);
-		t_check(buf, sizeof(buf), (uint64_t)blocks[i] * 4096, 65);
-	}
+	for (unsigned i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+		read_block(ctx, fd, buf, blocks[i], 65);
 	destroy_with_stats(ctx, text, sizeof(text));
 	cr_assert_eq(stat_of(text, "requests"), 6, "%s", text);
 	/* The miss alone left the submitter; the read after it was probed. */
@@ -321,17 +328,13 @@ Test(lifecycle, reads_in_order_are_a_stream)
 {
 	char text[1024], buf[4096];
 	io_context_t ctx;
-	struct iocb cb;
 	int fd;
 
 	T_SHIM_ONLY("FSAIO_STATS is the shim's");
 	fd = t_file(1 << 20, 66);
 	ctx = t_ctx(8);
-	for (int i = 0; i < 16; i++) {
-		io_prep_pread(&cb, fd, buf, sizeof(buf), i * 4096);
-		cr_assert_eq(t_do(ctx, &cb), 4096, "read %d", i);
-		t_check(buf, sizeof(buf), (uint64_t)i * 4096, 66);
-	}
+	for (int i = 0; i < 16; i++)
+		read_block(ctx, fd, buf, i, 66);
 	destroy_with_stats(ctx, text, sizeof(text));
 	cr_assert_eq(stat_of(text, "requests"), 16, "%s", text);
 	cr_assert_geq(stat_of(text, "hits"), 8, "%s", text);
