@@ -228,14 +228,12 @@ int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r)
 {
 	struct fsaio__fdinfo fi;
 
-	if (fsaio__ctx_ok(ctx) && r->opcode == FSAIO_OP_PREAD && !r->reserved && !r->flags &&
-	    !r->rw_flags && r->offset >= 0 && r->len && r->len <= (uint64_t)(INT64_MAX - r->offset) &&
-	    !fsaio__fd_get(ctx, r->fd, &fi) && fi.kind == FSAIO__KIND_FILE &&
-	    !(fi.flags & FSAIO__FD_PATH) && !fsaio__fd_fit(r, fi)) {
+	if (fsaio__ctx_ok(ctx) && r->opcode == FSAIO_OP_PREAD && !r->flags && !r->rw_flags &&
+	    r->len && !validate(ctx, r, &fi) && fi.kind == FSAIO__KIND_FILE &&
+	    !(fi.flags & FSAIO__FD_PATH)) {
 		int saved = errno;
 		int64_t got;
 
-		r->total_ = r->len;
 		r->done_ = 0;
 		got = fsaio__file_read_cached(ctx, r, fi);
 		if (got > 0) {
