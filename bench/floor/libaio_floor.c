@@ -79,6 +79,22 @@ static void give_slots(struct floor_ctx *c, long n)
 	if (n)
 		__atomic_fetch_add(&c->avail, (int)n, __ATOMIC_RELEASE);
 }
+
+/* An event was kept, lock held: move the futex word; true when reapers
+ * sleep on it. */
+static bool published(struct floor_ctx *c)
+{
+	bool wake = c->sleepers;
+
+	__atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
+	c->sleepers = 0;
+	return wake;
+}
+
+static void wake_reapers(struct floor_ctx *c)
+{
+	syscall(SYS_futex, &c->seq, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
+}
 #else
 #define LOCK(c) ((void)0)
 #define UNLOCK(c) ((void)0)
@@ -100,6 +116,18 @@ static void give_slots(struct floor_ctx *c, long n)
 {
 	(void)c;
 	(void)n;
+}
+
+/* No one sleeps on a context here. */
+static bool published(struct floor_ctx *c)
+{
+	(void)c;
+	return false;
+}
+
+static void wake_reapers(struct floor_ctx *c)
+{
+	(void)c;
 }
 #endif
 
@@ -145,7 +173,7 @@ int io_submit(io_context_t ctx, long nr, struct iocb **iocbs)
 	for (i = 0; i < nr; i++) {
 		struct iocb *cb = iocbs[i];
 		struct io_event *ev;
-		bool wake = false;
+		bool wake;
 		ssize_t n;
 
 		if (cb->aio_lio_opcode != IO_CMD_PREAD)
@@ -159,18 +187,10 @@ int io_submit(io_context_t ctx, long nr, struct iocb **iocbs)
 		ev->obj = cb;
 		ev->res = (unsigned long)n;
 		ev->res2 = 0;
-#ifdef FLOOR_CONTRACT
-		__atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
-		wake = c->sleepers;
-		c->sleepers = 0;
-#endif
+		wake = published(c);
 		UNLOCK(c);
-#ifdef FLOOR_CONTRACT
 		if (wake)
-			syscall(SYS_futex, &c->seq, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
-#else
-		(void)wake;
-#endif
+			wake_reapers(c);
 	}
 	return (int)i;
 }
