@@ -5,8 +5,10 @@
  * A request is first attempted in the submitting thread without blocking
  * (preadv2 with RWF_NOWAIT, guided by a cachestat(2) residency probe). What
  * completes there is posted at once; what would block is handed, with the
- * part already done removed, to a pool of worker threads that carry it to
- * completion. Every accepted request yields exactly one event.
+ * part already done removed, to the context's io_uring ring (small read
+ * misses) or to its worker threads (the rest, and everything where io_uring
+ * is refused), which carry it to completion. Every accepted request yields
+ * exactly one event.
  *
  * Conventions: every call returns a count, 0, or -errno and leaves errno as
  * the caller had it. An event's res is the number of bytes transferred or
