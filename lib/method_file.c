@@ -5,9 +5,9 @@
  * In the submitter: go as far as the page cache allows without blocking,
  * preadv2/pwritev2 with RWF_NOWAIT, round again on a short count (the rest
  * may be cached too, or be EOF). A full result completes at once; EAGAIN or
- * a partial one hands the remainder on (fsaio__handoff: io_uring or the
- * pool, decided in carry.c), like the
- * 2004 patchset's -EIOCBRETRY, with req->done_ as its bytes_done.
+ * a partial one hands the remainder on (fsaio__handoff, carry.c: io_uring
+ * or the pool), like the 2004 patchset's -EIOCBRETRY, with req->done_ as
+ * its bytes_done.
  *
  * The residency probe (probe.c) runs before the attempt when a miss would
  * be dear: always for large requests, and for small ones after the last
