@@ -9,6 +9,7 @@
 #
 #   bench/syscall/ioping-submit.sh [-b BUILDDIR] [-n ROUNDS] [-c COUNT] DIR
 set -eu
+. "$(dirname "$0")/median.sh"
 build=build
 rounds=5
 count=200
@@ -43,11 +44,7 @@ while [ $i -lt "$rounds" ]; do
 	i=$((i + 1))
 done
 
-median() { # VARIANT FIELD
-	awk -v v="$1" -v f="$2" '$1 == v { for (i = 2; i < NF; i++) if ($i == f) print $(i + 1) }' "$out" |
-		sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
 echo "medians of $rounds rounds ($count requests each): io_submit p50 / p99 us, ioping's mean request us"
 for v in kernel dropin; do
-	echo "$v $(median $v p50_us) / $(median $v p99_us)   $(median $v avg_request_us)"
+	echo "$v $(median "$out" p50_us $v) / $(median "$out" p99_us $v)   $(median "$out" avg_request_us $v)"
 done
