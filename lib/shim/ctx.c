@@ -400,20 +400,28 @@ fail:
 	return ret;
 }
 
-static void print_stats(struct shim_ctx *c)
+static bool stats_wanted(void)
+{
+	const char *stats = getenv("FSAIO_STATS");
+
+	return stats && *stats && strcmp(stats, "0") != 0;
+}
+
+/* when: "" at io_destroy, " (open at exit)" for a context never destroyed. */
+static void print_stats(struct shim_ctx *c, const char *when)
 {
 	struct fsaio_stats st;
 
 	if (fsaio_get_stats(c->engine, &st))
 		return;
 	dprintf(STDERR_FILENO,
-		"fsaio: io_context %p: requests %llu, inline %llu, partial inline %llu, "
+		"fsaio: io_context %p%s: requests %llu, inline %llu, partial inline %llu, "
 		"queued %llu, worker retries %llu, bytes inline %llu, bytes by workers %llu, "
 		"probes %llu (cold %llu), cancelled %llu, io_uring SQEs %llu "
 		"(straight to the ring %llu), bytes by io_uring %llu, ring completions "
 		"taken by the waiting caller %llu, by the ring thread %llu, reaper sleeps "
 		"%llu, wake-ups %llu, stream hits %llu, readahead calls %llu\n",
-		(void *)c->ring, (unsigned long long)st.requests,
+		(void *)c->ring, when, (unsigned long long)st.requests,
 		(unsigned long long)st.completed_inline, (unsigned long long)st.partial_inline,
 		(unsigned long long)st.queued, (unsigned long long)st.retries,
 		(unsigned long long)st.bytes_inline, (unsigned long long)st.bytes_worker,
@@ -423,6 +431,20 @@ static void print_stats(struct shim_ctx *c)
 		(unsigned long long)st.ring_reaped_caller, (unsigned long long)st.ring_reaped_thread,
 		(unsigned long long)st.reaper_sleeps, (unsigned long long)st.reaper_wakeups,
 		(unsigned long long)st.stream_hits, (unsigned long long)st.readahead_calls);
+}
+
+/* FSAIO_STATS at exit: the counters of the contexts still open, as a
+ * program may exit without io_destroy (the kernel then tears its contexts
+ * down). Skipped if another thread is in io_setup or io_destroy now. */
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+	if (!stats_wanted() || pthread_mutex_trylock(&reg_lock))
+		return;
+	for (unsigned b = 0; b < REG_BUCKETS; b++)
+		for (struct reg_node *n = atomic_load(&reg_table[b]); n; n = n->next)
+			if (atomic_load(&n->key) && n->ctx)
+				print_stats(n->ctx, " (open at exit)");
+	pthread_mutex_unlock(&reg_lock);
 }
 
 /* Sleep until the context's state changes (a completion or a call ends). */
@@ -437,7 +459,6 @@ int shim__io_destroy(io_context_t id)
 {
 	struct shim_ctx *c = NULL;
 	struct reg_node *n;
-	const char *stats;
 	uint32_t v;
 
 	if (!id)
@@ -502,9 +523,8 @@ int shim__io_destroy(io_context_t id)
 	pthread_mutex_unlock(&c->lock);
 	fsaio__drive_need(c->engine, -1);
 
-	stats = getenv("FSAIO_STATS");
-	if (stats && *stats && strcmp(stats, "0") != 0)
-		print_stats(c);
+	if (stats_wanted())
+		print_stats(c, "");
 	fsaio_ctx_destroy(c->engine);
 	shim__resfd_fini(c);
 	ctx_free(c);

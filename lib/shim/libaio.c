@@ -21,7 +21,8 @@
  * library inside it) that made its context with the raw io_setup syscall
  * keeps working when it goes through libaio's functions, and for anything
  * else (a destroyed context, a parent's context after fork, garbage) the
- * kernel answers -EINVAL itself without trusting the pointer.
+ * kernel answers -EINVAL itself without trusting the pointer. The bodies
+ * (shim__libaio_*) also serve the io_* numbers of syscall() (syscall.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -38,22 +39,11 @@ typedef void (*shim_callback_t)(io_context_t ctx, struct iocb *iocb, long res, l
 
 int shim__io_setup(int nr_events, io_context_t *ctxp);
 
-/* The raw system call, as -errno, errno untouched. */
-static long kernel(long nr, long a, long b, long c, long d, long e, long f)
-{
-	int saved = errno;
-	long r = syscall(nr, a, b, c, d, e, f);
-
-	if (r < 0)
-		r = -errno;
-	errno = saved;
-	return r;
-}
-
+/* The raw system call (syscall.c), as -errno, errno untouched. */
 #define KERNEL(nr, a, b, c, d, e, f) \
-	kernel(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+	shim__kernel(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 
-SHIM_API int io_setup(int nr_events, io_context_t *ctxp)
+int shim__libaio_setup(int nr_events, io_context_t *ctxp)
 {
 	int saved = errno, cs = fsaio__nocancel_begin();
 	int ret = shim__io_setup(nr_events, ctxp);
@@ -63,7 +53,12 @@ SHIM_API int io_setup(int nr_events, io_context_t *ctxp)
 	return ret;
 }
 
-static int io_destroy_impl(io_context_t ctx)
+SHIM_API int io_setup(int nr_events, io_context_t *ctxp)
+{
+	return shim__libaio_setup(nr_events, ctxp);
+}
+
+int shim__libaio_destroy(io_context_t ctx)
 {
 	int saved = errno, cs = fsaio__nocancel_begin();
 	int ret = shim__io_destroy(ctx);
@@ -77,12 +72,12 @@ static int io_destroy_impl(io_context_t ctx)
 
 SHIM_API int io_destroy(io_context_t ctx)
 {
-	return io_destroy_impl(ctx);
+	return shim__libaio_destroy(ctx);
 }
 
 /* io_submit disables cancellation only around its steps that may be
  * cancellation points (submit.c). */
-SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
+int shim__libaio_submit(io_context_t ctx, long nr, struct iocb *ios[])
 {
 	struct shim_ctx *c;
 	struct shim_hazard *held;
@@ -96,6 +91,11 @@ SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
 	shim__put(c, held);
 	errno = saved;
 	return (int)ret;
+}
+
+SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
+{
+	return shim__libaio_submit(ctx, nr, ios);
 }
 
 /* Without a signal mask, getevents sleeps on a futex (syscall(2), no
@@ -150,8 +150,8 @@ int shim_io_getevents_0_1(io_context_t ctx, long nr, struct io_event *events,
 	return shim__io_getevents(ctx, 1, nr, events, tp);
 }
 
-SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
-			   struct timespec *timeout, sigset_t *sigmask)
+int shim__libaio_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+			    struct timespec *timeout, const sigset_t *sigmask)
 {
 	struct shim_ctx *c;
 	struct shim_hazard *held;
@@ -174,6 +174,12 @@ SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_eve
 		fsaio__nocancel_end(cs);
 	errno = saved;
 	return (int)ret;
+}
+
+SHIM_API int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+			   struct timespec *timeout, sigset_t *sigmask)
+{
+	return shim__libaio_pgetevents(ctx, min_nr, nr, events, timeout, sigmask);
 }
 
 int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
@@ -234,7 +240,7 @@ SHIM_API int io_queue_init(int maxevents, io_context_t *ctxp)
 
 SHIM_API int io_queue_release(io_context_t ctx)
 {
-	return io_destroy_impl(ctx);
+	return shim__libaio_destroy(ctx);
 }
 
 /* Run the callbacks stored in iocb->data of every event ready now. */

@@ -207,11 +207,21 @@ void shim__decode_undo(struct shim_slot *s);
 long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios);
 int shim__cancel(struct shim_ctx *c, struct iocb *iocb);
 
-/* Entry points used by the compat forms without going through the PLT. */
+/* libaio.c: the entry points' bodies, for the compat forms and syscall.c
+ * without going through the PLT. */
+int shim__libaio_setup(int nr_events, io_context_t *ctxp);
+int shim__libaio_destroy(io_context_t ctx);
+int shim__libaio_submit(io_context_t ctx, long nr, struct iocb *ios[]);
+int shim__libaio_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+			    struct timespec *timeout, const sigset_t *sigmask);
 int shim__io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
 		       struct timespec *timeout);
 int shim__io_setup(int nr_events, io_context_t *ctxp);
 int shim__io_destroy(io_context_t ctx);
 int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt);
+
+/* syscall.c: the raw system call, as -errno, errno untouched; never through
+ * the exported syscall(), which hands the io_* numbers to the drop-in. */
+long shim__kernel(long nr, long a, long b, long c, long d, long e, long f);
 
 #endif /* FSAIO_SHIM_H */
