@@ -33,14 +33,20 @@ md_user_opts() {
 	[ "$(id -u)" -ne 0 ] || echo --user=root
 }
 
+# The server's own temporary directory, beside the datadir: nothing else
+# creates or removes files there.
+md_tmpdir() {
+	echo "$md_data.tmp"
+}
+
 # md_install: a fresh datadir with the system tables only.
 md_install() {
-	mkdir -p "$md_data"
+	mkdir -p "$md_data" "$(md_tmpdir)"
 	# shellcheck disable=SC2046
-	mariadb-install-db --no-defaults --datadir="$md_data" $(md_user_opts) \
+	mariadb-install-db --no-defaults --datadir="$md_data" --tmpdir="$(md_tmpdir)" $(md_user_opts) \
 		--auth-root-authentication-method=normal --skip-test-db \
 		>"$md_data.install.log" 2>&1 ||
-		md_fail "mariadb-install-db: $(tail -5 "$md_data.install.log")"
+		md_fail "mariadb-install-db: $(cat "$md_data.install.log")"
 }
 
 # md_supports OPTION: mariadbd knows --OPTION.
@@ -57,7 +63,7 @@ md_start() {
 	md_supports innodb-linux-aio && aio=(--innodb-linux-aio=aio)
 	# shellcheck disable=SC2046
 	"${md_prefix[@]}" "$(md_mariadbd)" --no-defaults $(md_user_opts) \
-		--datadir="$md_data" --socket="$md_sock" --pid-file="$md_sock.pid" \
+		--datadir="$md_data" --tmpdir="$(md_tmpdir)" --socket="$md_sock" --pid-file="$md_sock.pid" \
 		--skip-networking --log-error="$md_log" --open-files-limit=1024 \
 		--innodb-use-native-aio=ON "${aio[@]}" \
 		--innodb-flush-method=fsync --innodb-buffer-pool-size=8M \
