@@ -12,9 +12,11 @@
  *
  * Every other number, and every number with FSAIO_SYSCALL=kernel, goes to
  * the kernel as glibc sends it: six arguments read whatever the caller
- * passed (as glibc's assembly reads six registers), the result returned,
- * or -1 and errno for a result in [-4095, -1]. That path allocates nothing,
- * takes no lock and reads no shared state but a constant.
+ * passed, the result returned, or -1 and errno for a result in [-4095, -1].
+ * For those numbers the entry is glibc's own instruction sequence behind a
+ * two-compare test of the number (written in assembly: a C variadic
+ * function would spill every argument register first): nothing allocated,
+ * no lock, no memory read but the sixth argument.
  *
  * The exported symbol exists where the raw instruction and glibc's version
  * node are known (x86_64: syscall@@GLIBC_2.2.5, given by glibc-x86_64.map);
@@ -25,7 +27,6 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,39 +138,73 @@ static long serve(long nr, long a, long b, long c, long d, long e, long f)
 	return raw6(nr, a, b, c, d, e, f);
 }
 
-static inline bool aio_number(long nr)
+/* syscall() for an io_* number (the entry below jumps here with the
+ * caller's arguments): the drop-in's answer, or the kernel's when
+ * FSAIO_SYSCALL=kernel; the result, or -1 and errno. */
+__attribute__((used)) long shim__syscall_aio(long nr, long a, long b, long c, long d, long e,
+					    long f)
 {
-	return (unsigned long)(nr - SYS_io_setup) <= SYS_io_cancel - SYS_io_setup ||
-	       nr == SYS_io_pgetevents;
-}
+	long r = served() ? serve(nr, a, b, c, d, e, f) : raw6(nr, a, b, c, d, e, f);
 
-_Static_assert(SYS_io_destroy == SYS_io_setup + 1 && SYS_io_getevents == SYS_io_setup + 2 &&
-	       SYS_io_submit == SYS_io_setup + 3 && SYS_io_cancel == SYS_io_setup + 4,
-	       "io_setup..io_cancel are consecutive numbers");
-
-SHIM_API long syscall(long nr, ...)
-{
-	va_list ap;
-	long a, b, c, d, e, f, r;
-
-	va_start(ap, nr);
-	a = va_arg(ap, long);
-	b = va_arg(ap, long);
-	c = va_arg(ap, long);
-	d = va_arg(ap, long);
-	e = va_arg(ap, long);
-	f = va_arg(ap, long);
-	va_end(ap);
-
-	if (__builtin_expect(aio_number(nr), 0) && served())
-		r = serve(nr, a, b, c, d, e, f);
-	else
-		r = raw6(nr, a, b, c, d, e, f);
 	if ((unsigned long)r > -4096UL) {
 		errno = (int)-r;
 		return -1;
 	}
 	return r;
 }
+
+/* The kernel's -errno for any other number, as glibc's syscall() sets it. */
+__attribute__((used)) long shim__syscall_fail(long r)
+{
+	errno = (int)-r;
+	return -1;
+}
+
+_Static_assert(SYS_io_destroy == SYS_io_setup + 1 && SYS_io_getevents == SYS_io_setup + 2 &&
+	       SYS_io_submit == SYS_io_setup + 3 && SYS_io_cancel == SYS_io_setup + 4,
+	       "io_setup..io_cancel are consecutive numbers");
+_Static_assert(SYS_io_setup == 206 && SYS_io_pgetevents == 333, "x86_64's numbers, as below");
+
+/*
+ * long syscall(long nr, ...): the number in %rdi, five arguments in %rsi,
+ * %rdx, %rcx, %r8, %r9 and the sixth on the stack, read whatever the caller
+ * passed, as glibc's own entry reads them. An io_* number calls
+ * shim__syscall_aio() with a copy of the sixth argument as its seventh
+ * (the caller's stack slot may not be an argument at all, so it is not
+ * handed to C code that may write it); any other is glibc's sequence.
+ */
+__asm__(
+	"	.text\n"
+	"	.globl syscall\n"
+	"	.type syscall, @function\n"
+	"	.p2align 4\n"
+	"syscall:\n"
+	"	.cfi_startproc\n"
+	"	leaq -206(%rdi), %rax\n"
+	"	cmpq $4, %rax\n"
+	"	jbe 2f\n"
+	"	cmpq $333, %rdi\n"
+	"	je 2f\n"
+	"	movq %rdi, %rax\n"
+	"	movq %rsi, %rdi\n"
+	"	movq %rdx, %rsi\n"
+	"	movq %rcx, %rdx\n"
+	"	movq %r8, %r10\n"
+	"	movq %r9, %r8\n"
+	"	movq 8(%rsp), %r9\n"
+	"	syscall\n"
+	"	cmpq $-4095, %rax\n"
+	"	jae 1f\n"
+	"	ret\n"
+	"1:	movq %rax, %rdi\n"
+	"	jmp shim__syscall_fail\n"
+	"2:	pushq 8(%rsp)\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call shim__syscall_aio\n"
+	"	addq $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	"	.size syscall, .-syscall\n");
 
 #endif /* SHIM_EXPORTS_SYSCALL */

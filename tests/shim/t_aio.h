@@ -26,6 +26,7 @@
 #endif
 #include <errno.h>
 #include <libaio.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -88,6 +89,33 @@ long t_do(io_context_t ctx, struct iocb *cb);
  * the kernel, ask the syscall; with the shim, the libaio entry point. */
 long t_getevents_any(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
 		     struct timespec *ts);
+
+/*
+ * T_AIO_SYSCALL: the same tests through syscall(2). Built a second time
+ * with it (tests/shim/meson.build), every io_setup, io_destroy, io_submit,
+ * io_getevents, io_cancel and io_pgetevents of a test (and of these
+ * helpers) is syscall(__NR_io_*, ...) instead of libaio's function: on the
+ * kernel, its AIO system calls; with the shim preloaded, the drop-in's
+ * syscall(). Each wrapper asserts syscall(2)'s convention (-1 and errno on
+ * an error, errno untouched otherwise) and returns libaio's (-errno),
+ * errno as the caller had it, so the tests' expectations stay the same.
+ */
+#ifdef T_AIO_SYSCALL
+int t_sys_setup(int nr_events, io_context_t *ctxp);
+int t_sys_destroy(io_context_t ctx);
+int t_sys_submit(io_context_t ctx, long nr, struct iocb *ios[]);
+int t_sys_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+		    struct timespec *timeout);
+int t_sys_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+		     struct timespec *timeout, sigset_t *sigmask);
+int t_sys_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt);
+#define io_setup t_sys_setup
+#define io_destroy t_sys_destroy
+#define io_submit t_sys_submit
+#define io_getevents t_sys_getevents
+#define io_pgetevents t_sys_pgetevents
+#define io_cancel t_sys_cancel
+#endif
 
 /* Stop the test here when the rule is the shim's alone. */
 #define T_SHIM_ONLY(why) do {						\

@@ -1,0 +1,61 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The cost of an ordinary system call through syscall(2) with the libaio
+# drop-in preloaded against plain glibc: a syscall(SYS_getpid) loop and a
+# syscall(SYS_futex, FUTEX_WAKE) loop (fsaio-syscall-loop), side by side,
+# rounds alternating (plain, drop-in, drop-in, plain, ...), the median of
+# each, and the ratio drop-in / plain (1.00: no cost).
+#
+#   bench/syscall/passthrough.sh [-b BUILDDIR] [-n ROUNDS] [-i ITERATIONS]
+set -eu
+build=build
+rounds=11
+iters=2000000
+while getopts b:n:i: opt; do
+	case $opt in
+	b) build=$OPTARG ;;
+	n) rounds=$OPTARG ;;
+	i) iters=$OPTARG ;;
+	*) echo "usage: $0 [-b BUILDDIR] [-n ROUNDS] [-i ITERATIONS]" >&2; exit 2 ;;
+	esac
+done
+loop=$build/bench/fsaio-syscall-loop
+shim=$(realpath "$build/lib/libfsaio-libaio.so")
+[ -x "$loop" ] && [ -f "$shim" ] || { echo "build first: $loop, $shim" >&2; exit 2; }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+one() { # VARIANT TEST
+	if [ "$1" = dropin ]; then
+		r=$(LD_PRELOAD=$shim "$loop" "$2" "$iters")
+	else
+		r=$("$loop" "$2" "$iters")
+	fi
+	echo "$2 $1 $r" >>"$out"
+}
+
+i=0
+while [ $i -lt "$rounds" ]; do
+	for t in getpid futex; do
+		if [ $((i % 2)) = 0 ]; then
+			one plain $t; one dropin $t
+		else
+			one dropin $t; one plain $t
+		fi
+	done
+	i=$((i + 1))
+done
+
+median() { # TEST VARIANT FIELD
+	awk -v t="$1" -v v="$2" -v f="$3" '$1 == t && $2 == v { for (i = 3; i < NF; i++) if ($i == f) print $(i + 1) }' "$out" |
+		sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+echo "$rounds rounds of $iters calls each, median ns per call (thread CPU time; wall time)"
+printf '%-8s %10s %10s %7s   %10s %10s %7s\n' call plain drop-in ratio plain drop-in ratio
+for t in getpid futex; do
+	pc=$(median $t plain cpu_ns_per_call); dc=$(median $t dropin cpu_ns_per_call)
+	pw=$(median $t plain wall_ns_per_call); dw=$(median $t dropin wall_ns_per_call)
+	awk -v t=$t -v pc="$pc" -v dc="$dc" -v pw="$pw" -v dw="$dw" \
+		'BEGIN { printf "%-8s %10.1f %10.1f %7.3f   %10.1f %10.1f %7.3f\n", t, pc, dc, dc / pc, pw, dw, dw / pw }'
+done
