@@ -52,7 +52,9 @@ sockdir=$(mktemp -d "${TMPDIR:-/tmp}/fsaio-mariadb.XXXXXX")
 md_data=$dir/data
 md_sock=$sockdir/sock
 mkdir -p "$dir"
-trap 'md_cleanup; rm -rf "$dir" "$sockdir"' EXIT
+# On failure the datadir and error logs stay, for a look.
+trap 'rc=$?; md_cleanup; rm -rf "$sockdir"
+	if [ $rc = 0 ] || [ $rc = 77 ]; then rm -rf "$dir"; else echo "kept: $dir"; fi' EXIT
 # A core dump of an aborting server would land in the datadir.
 ulimit -c 0
 [ "$(stat -f -c %T "$dir")" != tmpfs ] || fail "$dir is on tmpfs: the datadir must be on disk"
@@ -95,7 +97,8 @@ served() {
 		! grep -q "^fsaio:" "$log" || fail "drop-in counters in a run without it"
 		return
 	fi
-	grep "^fsaio: io_context" "$log" || fail "error log $1: no counters from the drop-in"
+	grep "^fsaio: io_context" "$log" ||
+		fail "error log $1: no counters from the drop-in: $(tail -15 "$log")"
 	n=$(counter "$1" requests)
 	[ "$n" -gt 0 ] || fail "error log $1: the drop-in carried no request"
 	away=$(( $(counter "$1" queued) + $(counter "$1" "io_uring SQEs") ))
