@@ -72,7 +72,7 @@ ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, in
  * a read completes with what one call gave, as read(2) does, unless the
  * caller asked for FSAIO_REQ_FULL; an O_NONBLOCK one is waited on with
  * poll(2) rather than failed. */
-int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
+int64_t fsaio__rw_blocking(struct fsaio_req *r, uint64_t *calls)
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
 	uint64_t total = fsaio__total(r);
@@ -82,7 +82,7 @@ int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	while (r->done_ < total) {
 		ssize_t n = fsaio__rw_once(r, tmp, FSAIO__IOV_MAX, flags);
 
-		FSAIO__INC(ctx, retries, 1);
+		(*calls)++;
 		if (n == -EINTR)
 			continue;
 		if (n == -EAGAIN && stream) {
@@ -148,10 +148,15 @@ static int64_t poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
  * ordinary blocking calls, whatever the kind of file. */
 int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
+	uint64_t calls = 0;
+	int64_t res;
+
 	if (r->opcode == FSAIO_OP_FSYNC || r->opcode == FSAIO_OP_FDSYNC)
 		return sync_retry(ctx, r);
 	if (r->opcode == FSAIO_OP_POLL)
 		return poll_blocking(ctx, r);
-	return fsaio__rw_blocking(ctx, r);
+	res = fsaio__rw_blocking(r, &calls);
+	FSAIO__INC(ctx, retries, calls);
+	return res;
 }
 

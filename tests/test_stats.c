@@ -62,6 +62,40 @@ Test(stats, hot_reads_all_inline)
 	free(bufs);
 }
 
+/* FSAIO_CTX_INLINE_WRITES: writes done by the submitter, even into cold
+ * partial pages that must be read first, are inline completions and no
+ * worker's retries. */
+Test(stats, inline_writes_are_not_retries)
+{
+	int fd = t_tmpfile(1 * MiB, 182);
+	fsaio_ctx_t *ctx = t_ctx(&(struct fsaio_params){ .flags = FSAIO_CTX_INLINE_WRITES });
+	enum { N = 16, LEN = 6000 };
+	uint8_t *buf = malloc(LEN);
+	struct fsaio_req reqs[N], *rp[N];
+
+	cr_assert_not_null(buf);
+	t_fill_pattern(buf, LEN, 0, 183);
+	t_make_cold(fd);
+	for (int i = 0; i < N; i++) {
+		fsaio_prep_pwrite(&reqs[i], fd, buf, LEN, (int64_t)i * 65536 + 100);
+		rp[i] = &reqs[i];
+	}
+	t_submit(ctx, rp, N);
+	struct fsaio_event evs[N];
+	t_reap_all(ctx, N, evs, T_EVENT_TIMEOUT_MS);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(evs[i].res, LEN);
+	struct fsaio_stats st = t_stats(ctx);
+	cr_assert_eq(st.requests, N);
+	cr_assert_eq(st.completed_inline, N);
+	cr_assert_eq(st.queued, 0);
+	cr_assert_eq(st.retries, 0, "%llu worker retries, none queued",
+		     (unsigned long long)st.retries);
+	cr_assert_eq(st.bytes_inline, (uint64_t)N * LEN);
+	t_ctx_destroy(ctx);
+	free(buf);
+}
+
 /* A mixed workload: the counters account for every request and byte. */
 Test(stats, counters_add_up)
 {
