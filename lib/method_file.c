@@ -25,6 +25,8 @@
  * raw system calls, which are not cancellation points.
  */
 #include <errno.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,12 +51,19 @@
  * better on workers (docs/design-notes.md). */
 #define INLINE_WRITE_MAX (64 * 1024)
 
+/* Whether r's position is at or past the end of its file: st_size for a
+ * regular file, the device's size for a block device (whose st_size is 0). */
 static bool at_eof(const struct fsaio_req *r)
 {
 	struct stat st;
+	uint64_t size;
 
-	return fstat(r->fd, &st) == 0 &&
-	       (uint64_t)r->offset + r->done_ >= (uint64_t)st.st_size;
+	if (fstat(r->fd, &st) < 0)
+		return false;
+	size = (uint64_t)st.st_size;
+	if (S_ISBLK(st.st_mode) && ioctl(r->fd, BLKGETSIZE64, &size) < 0)
+		return false;
+	return (uint64_t)r->offset + r->done_ >= size;
 }
 
 /* EBADF or ESPIPE before any progress: the fd number may now name another

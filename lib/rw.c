@@ -68,10 +68,10 @@ ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, in
 }
 
 /* A worker's loop over the remaining range: short counts and EINTR go round
- * again until the range is complete, EOF, or an error. On a pipe or socket
- * a read completes with what one call gave, as read(2) does, unless the
- * caller asked for FSAIO_REQ_FULL; an O_NONBLOCK one is waited on with
- * poll(2) rather than failed. */
+ * again until the range is complete, EOF, or an error. Where a short count
+ * is final (fsaio__short_is_final: a pipe, socket, tty...) a read completes
+ * with what one call gave, as read(2) does; an O_NONBLOCK stream is waited
+ * on with poll(2) rather than failed. */
 int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
@@ -96,7 +96,7 @@ int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		if (n == 0)
 			break;
 		r->done_ += (uint64_t)n;
-		if (stream && !fsaio__is_write(r) && !(r->flags & FSAIO_REQ_FULL))
+		if (fsaio__short_is_final(r))
 			break;
 	}
 	return (int64_t)r->done_;
@@ -111,7 +111,7 @@ int fsaio__bind(struct fsaio_req *r)
 	fd = fcntl(fsaio__fd(r), F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_STREAM) | FSAIO__RUN_BOUND | (uint32_t)fd;
+	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_HOW) | FSAIO__RUN_BOUND | (uint32_t)fd;
 	return 0;
 }
 
@@ -119,7 +119,7 @@ void fsaio__unbind(struct fsaio_req *r)
 {
 	if (r->run_fd_ & FSAIO__RUN_BOUND)
 		close(fsaio__fd(r));
-	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_STREAM) | (uint32_t)r->fd;
+	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_HOW) | (uint32_t)r->fd;
 }
 
 static int64_t sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
