@@ -75,17 +75,6 @@ uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len)
 	return n;
 }
 
-void t_cold(int fd)
-{
-	struct stat st;
-
-	cr_assert_eq(fsync(fd), 0);
-	cr_assert_eq(fstat(fd, &st), 0);
-	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-	cr_assert_eq(t_cached_pages(fd, 0, (uint64_t)st.st_size), 0,
-		     "the file is still cached after POSIX_FADV_DONTNEED");
-}
-
 io_context_t t_ctx(int nr)
 {
 	io_context_t ctx = 0;
