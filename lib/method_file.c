@@ -240,7 +240,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		return 0;
 	}
 	if (write && (ctx->flags & FSAIO_CTX_INLINE_WRITES) && !(r->rw_flags & RWF_NOWAIT)) {
-		int64_t res = fsaio__rw_blocking(ctx, r);
+		int64_t res = fsaio__rw_blocking(ctx, r, true);
 
 		FSAIO__INC(ctx, bytes_inline, r->done_);
 		FSAIO__INC(ctx, completed_inline, 1);
