@@ -10,7 +10,7 @@
  * test makes that pressure itself: hog threads spin in the test process.
  */
 #include "t_helpers.h"
-#include "t_hog.h"
+#include "t_short.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -27,8 +27,6 @@
 
 #define KiB 1024u
 #define MiB (1024u * 1024u)
-#define HOGS 3          /* more runnable threads than this machine's CPUs */
-#define FILL 0xa5       /* what a buffer holds before a read */
 
 TestSuite(short, .init = t_setup, .fini = t_teardown, .timeout = 120);
 
@@ -48,13 +46,13 @@ static int split(struct iovec *iov, int parts, void *buf, size_t len)
 
 /* The engine's read of [off, off+len) of fd into buf (vectored as parts
  * iovecs when parts > 1): the event's res. */
-static int64_t engine_read(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, int64_t off, int parts)
+static int64_t engine_read(fsaio_ctx_t *ctx, int fd, char *buf, size_t len, int64_t off, int parts)
 {
 	struct iovec iov[8];
 	struct fsaio_req r;
 	struct fsaio_event ev;
 
-	memset(buf, FILL, len);
+	memset(buf, T_SHORT_FILL, len);
 	if (parts > 1)
 		fsaio_prep_preadv(&r, fd, iov, split(iov, parts, buf, len), off);
 	else
@@ -67,18 +65,22 @@ static int64_t engine_read(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, int6
 
 /* The blocking call of the same request: pread/preadv on a file with a
  * position to honour, read/readv elsewhere. */
-static int64_t blocking_read(int fd, void *buf, size_t len, int64_t off, int parts)
+static int64_t blocking_read(int fd, char *buf, size_t len, int64_t off, int parts)
 {
 	struct iovec iov[8];
 	ssize_t n;
 
-	memset(buf, FILL, len);
-	if (parts > 1)
-		n = off >= 0 ? preadv(fd, iov, split(iov, parts, buf, len), off)
-			     : readv(fd, iov, split(iov, parts, buf, len));
-	else
-		n = off >= 0 ? pread(fd, buf, len, off) : read(fd, buf, len);
+	if (off < 0)
+		return t_blocking_read(fd, buf, len, parts);
+	memset(buf, T_SHORT_FILL, len);
+	n = parts > 1 ? preadv(fd, iov, split(iov, parts, buf, len), off) : pread(fd, buf, len, off);
 	return n < 0 ? -errno : n;
+}
+
+/* t_read_fn of the engine: arg is the context. */
+static int64_t engine_read_fn(void *arg, int fd, char *buf, size_t len, int parts)
+{
+	return engine_read(arg, fd, buf, len, -1, parts);
 }
 
 /* Read with the engine from efd and with the blocking call from bfd (two
@@ -100,49 +102,6 @@ static void same_as_blocking(fsaio_ctx_t *ctx, int efd, int bfd, size_t len, int
 		cr_assert_eq(memcmp(e, k, (size_t)want), 0, "%s: the bytes differ", what);
 	free(e);
 	free(k);
-}
-
-/* A memory device's reads at 1 MiB and 16 MiB, plain and vectored, with
- * hog threads spinning: the engine's result must be the full count that
- * read(2) gives (with the same bytes for /dev/zero, new ones for
- * /dev/urandom), however often the kernel stops a RWF_NOWAIT call. rounds
- * of 16 MiB, six times as many of 1 MiB. */
-static void memory_device(const char *path, bool same_bytes, int rounds)
-{
-	const struct { size_t len; int rounds; } sizes[] = { { MiB, rounds * 6 }, { 16 * MiB, rounds } };
-	fsaio_ctx_t *ctx = t_ctx(NULL);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		cr_skip_test("%s: %s\n", path, strerror(errno));
-	cr_assert_eq(t_hog_start(HOGS), 0);
-	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		size_t len = sizes[s].len;
-		char *e = malloc(len), *k = malloc(len);
-
-		cr_assert(e && k);
-		for (int i = 0; i < sizes[s].rounds; i++) {
-			int parts = i % 2 ? 4 : 1;
-			int64_t got = engine_read(ctx, fd, e, len, 0, parts);
-			int64_t want = blocking_read(fd, k, len, 0, parts);
-
-			cr_assert_eq(want, (int64_t)len, "%s: read(2) of %zu gave %lld", path, len,
-				     (long long)want);
-			cr_assert_eq(got, want, "%s: %zu bytes in %d iovec(s), round %d: the engine "
-				     "read %lld, read(2) %lld", path, len, parts, i,
-				     (long long)got, (long long)want);
-			if (same_bytes)
-				cr_assert_eq(memcmp(e, k, len), 0, "%s: the bytes differ", path);
-			else
-				/* 64 bytes of FILL at the end: the read did not reach them. */
-				cr_assert_neq(memcmp(e + len - 64, k + len - 64, 64), 0);
-		}
-		free(e);
-		free(k);
-	}
-	t_hog_stop();
-	t_ctx_destroy(ctx);
-	close(fd);
 }
 
 static void write_all(int fd, const void *buf, size_t len)
@@ -234,14 +193,23 @@ Test(short, block_device)
 
 /* ------------------------------------------------------------------ devices */
 
+/* Memory devices at 1 MiB and 16 MiB, plain and vectored, with hog threads
+ * spinning: the full count read(2) gives, however often the kernel stops a
+ * RWF_NOWAIT call. */
 Test(short, dev_zero_under_cpu_pressure)
 {
-	memory_device("/dev/zero", true, 4);
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+
+	t_short_memory_device("/dev/zero", true, 4, 4, engine_read_fn, ctx);
+	t_ctx_destroy(ctx);
 }
 
 Test(short, dev_urandom_under_cpu_pressure)
 {
-	memory_device("/dev/urandom", false, 2);
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+
+	t_short_memory_device("/dev/urandom", false, 2, 4, engine_read_fn, ctx);
+	t_ctx_destroy(ctx);
 }
 
 Test(short, dev_null_is_eof)
@@ -260,40 +228,20 @@ Test(short, dev_null_is_eof)
 
 /* A pipe or socket with less than asked ready: one read(2) returns what is
  * there, and so does the engine. */
-static void twin_streams(int domain, const char *what)
-{
-	fsaio_ctx_t *ctx = t_ctx(NULL);
-	char data[3000];
-	int a[2], b[2];
-
-	t_fill_pattern(data, sizeof(data), 0, 3);
-	for (int parts = 1; parts <= 4; parts += 3) {
-		if (domain < 0) {
-			cr_assert_eq(pipe2(a, O_CLOEXEC), 0);
-			cr_assert_eq(pipe2(b, O_CLOEXEC), 0);
-		} else {
-			cr_assert_eq(socketpair(domain, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
-			cr_assert_eq(socketpair(domain, SOCK_STREAM | SOCK_CLOEXEC, 0, b), 0);
-		}
-		write_all(a[1], data, sizeof(data));
-		write_all(b[1], data, sizeof(data));
-		same_as_blocking(ctx, a[0], b[0], 64 * KiB, -1, parts, what);
-		for (int i = 0; i < 2; i++) {
-			close(a[i]);
-			close(b[i]);
-		}
-	}
-	t_ctx_destroy(ctx);
-}
-
 Test(short, pipe_returns_what_is_ready)
 {
-	twin_streams(-1, "pipe");
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+
+	t_short_twin_streams(-1, 4, engine_read_fn, ctx);
+	t_ctx_destroy(ctx);
 }
 
 Test(short, socket_returns_what_is_ready)
 {
-	twin_streams(AF_UNIX, "socket");
+	fsaio_ctx_t *ctx = t_ctx(NULL);
+
+	t_short_twin_streams(AF_UNIX, 4, engine_read_fn, ctx);
+	t_ctx_destroy(ctx);
 }
 
 /* A pty in canonical mode: one read(2) returns one line. */

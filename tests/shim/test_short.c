@@ -9,59 +9,31 @@
  */
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
-#include "../t_hog.h"
+#include "../t_short.h"
 #include "t_aio.h"
 
 #define MiB (1024u * 1024u)
-#define HOGS 3
-#define FILL 0xa5
 
 TestSuite(short, .init = t_setup, .fini = t_teardown, .timeout = 120);
 
-/* io_submit a read of len at off into buf (memset to FILL first): its res. */
-static long aio_read_of(io_context_t ctx, int fd, char *buf, size_t len, long long off)
+/* t_read_fn: io_submit a read of len into buf (offset 0), its res. */
+static int64_t aio_read_of(void *ctx, int fd, char *buf, size_t len, int parts)
 {
 	struct iocb cb;
 
-	memset(buf, FILL, len);
-	io_prep_pread(&cb, fd, buf, len, off);
-	return t_do(ctx, &cb);
+	(void)parts;
+	io_prep_pread(&cb, fd, buf, len, 0);
+	return t_do(*(io_context_t *)ctx, &cb);
 }
 
 static void memory_device(const char *path, bool same_bytes, int rounds)
 {
-	const struct { size_t len; int rounds; } sizes[] = { { MiB, rounds * 6 }, { 16 * MiB, rounds } };
 	io_context_t ctx = t_ctx(8);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-	cr_assert_eq(t_hog_start(HOGS), 0);
-	for (unsigned s = 0; s < 2; s++) {
-		size_t len = sizes[s].len;
-		char *a = malloc(len), *k = malloc(len);
-
-		cr_assert(a && k);
-		for (int i = 0; i < sizes[s].rounds; i++) {
-			long got = aio_read_of(ctx, fd, a, len, 0);
-			ssize_t want;
-
-			memset(k, FILL, len);
-			want = read(fd, k, len);
-			cr_assert_eq(want, (ssize_t)len);
-			cr_assert_eq(got, (long)want, "%s (%s): %zu bytes, round %d: io_submit "
-				     "read %ld, read(2) %zd", path, t_mode(), len, i, got, want);
-			if (same_bytes)
-				cr_assert_eq(memcmp(a, k, len), 0);
-			else
-				cr_assert_neq(memcmp(a + len - 64, k + len - 64, 64), 0);
-		}
-		free(a);
-		free(k);
-	}
-	t_hog_stop();
-	close(fd);
+	t_short_memory_device(path, same_bytes, rounds, 1, aio_read_of, &ctx);
 	io_destroy(ctx);
 }
 
@@ -78,20 +50,9 @@ Test(short, dev_urandom_under_cpu_pressure)
 Test(short, pipe_returns_what_is_ready)
 {
 	io_context_t ctx = t_ctx(8);
-	char data[3000], a[65536], k[65536];
-	int p[2], q[2];
 
-	t_fill(data, sizeof(data), 0, 5);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	cr_assert_eq(pipe2(q, O_CLOEXEC), 0);
-	cr_assert_eq(write(p[1], data, sizeof(data)), (ssize_t)sizeof(data));
-	cr_assert_eq(write(q[1], data, sizeof(data)), (ssize_t)sizeof(data));
-	cr_assert_eq(aio_read_of(ctx, p[0], a, sizeof(a), 0), read(q[0], k, sizeof(k)));
-	cr_assert_eq(memcmp(a, k, sizeof(data)), 0);
-	for (int i = 0; i < 2; i++) {
-		close(p[i]);
-		close(q[i]);
-	}
+	t_short_twin_streams(-1, 1, aio_read_of, &ctx);
+	t_short_twin_streams(AF_UNIX, 1, aio_read_of, &ctx);
 	io_destroy(ctx);
 }
 
@@ -108,7 +69,7 @@ Test(short, partly_cached_file_to_eof)
 	t_cold(fd);
 	for (size_t off = 0; off < MiB; off += sizeof(head))
 		cr_assert_eq(pread(fd, head, sizeof(head), (off_t)off), (ssize_t)sizeof(head));
-	cr_assert_eq(aio_read_of(ctx, fd, a, len, 0), pread(fd, k, len, 0));
+	cr_assert_eq(aio_read_of(&ctx, fd, a, len, 1), pread(fd, k, len, 0));
 	t_check(a, size, 0, 9);
 	free(a);
 	free(k);
