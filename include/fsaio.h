@@ -191,7 +191,8 @@ struct fsaio_stats {
 	uint64_t completed_inline;  /* completed entirely in the submitting thread */
 	uint64_t partial_inline;    /* part done inline, the remainder queued */
 	uint64_t queued;            /* handed to the worker pool */
-	uint64_t retries;           /* blocking calls made by workers on remaining ranges */
+	uint64_t retries;           /* blocking calls made by workers on remaining ranges
+				     * (only by workers: see blocking_inline) */
 	uint64_t bytes_inline;      /* transferred in the submitting thread */
 	uint64_t bytes_worker;      /* transferred by workers */
 	uint64_t pool_queue_len;    /* requests waiting for a worker now */
@@ -211,7 +212,11 @@ struct fsaio_stats {
 	uint64_t ring_reaped_caller; /* io_uring completions taken by a getevents
 				      * caller waiting in the ring itself */
 	uint64_t ring_reaped_thread; /* ... by the ring's completion thread */
-	uint64_t reserved[10];
+	uint64_t blocking_inline;   /* blocking calls made outside the pool, in the thread
+				     * that had the request: writes done in the submit
+				     * call (FSAIO_CTX_INLINE_WRITES), requests no worker
+				     * or descriptor could be had for */
+	uint64_t reserved[9];
 };
 
 /* Create a context; p may be NULL for defaults. 0 or -EINVAL, -EFAULT, -ENOMEM. */

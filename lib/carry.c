@@ -42,7 +42,7 @@ uint32_t fsaio__backend_param(uint32_t param)
 void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
 {
 	uint64_t before = r->done_;
-	int64_t res = fsaio__retry_blocking(ctx, r);
+	int64_t res = fsaio__retry_blocking(ctx, r, true);
 
 	FSAIO__INC(ctx, bytes_inline, r->done_ - before);
 	FSAIO__INC(ctx, completed_inline, 1);
@@ -116,7 +116,7 @@ void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	uint64_t before = r->done_;
-	int64_t res = fsaio__retry_blocking(ctx, r);
+	int64_t res = fsaio__retry_blocking(ctx, r, false);
 
 	FSAIO__INC(ctx, bytes_worker, r->done_ - before);
 	return res;

@@ -28,6 +28,7 @@ struct fsaio__counters {
 	/* getevents.c, cq.c, method_file.c, uring_reap.c */
 	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
 	_Atomic uint64_t ring_reaped_caller, ring_reaped_thread;
+	_Atomic uint64_t blocking_inline;       /* rw.c */
 };
 
 /* What the poller's step returns besides a res. */

@@ -416,7 +416,8 @@ static void print_stats(struct shim_ctx *c, const char *when)
 		return;
 	dprintf(STDERR_FILENO,
 		"fsaio: io_context %p%s: requests %llu, inline %llu, partial inline %llu, "
-		"queued %llu, worker retries %llu, bytes inline %llu, bytes by workers %llu, "
+		"queued %llu, worker retries %llu, blocking calls inline %llu, bytes inline %llu, "
+		"bytes by workers %llu, "
 		"probes %llu (cold %llu), cancelled %llu, io_uring SQEs %llu "
 		"(straight to the ring %llu), bytes by io_uring %llu, ring completions "
 		"taken by the waiting caller %llu, by the ring thread %llu, reaper sleeps "
@@ -424,6 +425,7 @@ static void print_stats(struct shim_ctx *c, const char *when)
 		(void *)c->ring, when, (unsigned long long)st.requests,
 		(unsigned long long)st.completed_inline, (unsigned long long)st.partial_inline,
 		(unsigned long long)st.queued, (unsigned long long)st.retries,
+		(unsigned long long)st.blocking_inline,
 		(unsigned long long)st.bytes_inline, (unsigned long long)st.bytes_worker,
 		(unsigned long long)st.probe_calls, (unsigned long long)st.probe_cold,
 		(unsigned long long)st.cancelled, (unsigned long long)st.uring_submissions,
