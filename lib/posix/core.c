@@ -459,11 +459,24 @@ static bool cancel_one(struct px_req *r)
 			pthread_mutex_unlock(&b->lock);
 			if (st == PX_DONE)
 				break;
-			px__wait(seen, NULL);
+			px__wait(seen, NULL, false);
 		}
 		px__wait_end();
 	}
 	return ok;
+}
+
+bool px__in_flight(const struct aiocb *cb)
+{
+	int fd = cb->aio_fildes;
+	struct bucket *b = bucket_of(fd);
+	bool found = false;
+
+	pthread_mutex_lock(&b->lock);
+	for (struct px_req *x = b->head; x && !found; x = x->next)
+		found = x->cb == cb && x->fd == fd && x->state != PX_DONE;
+	pthread_mutex_unlock(&b->lock);
+	return found;
 }
 
 int px__cancel(int fd, struct aiocb *cb)

@@ -127,6 +127,8 @@ void px__notify(const struct sigevent *sev, pid_t pid);
  * and sent by px__hold_end. */
 void px__hold_begin(void);
 void px__hold_end(void);
+/* Is cb a request in flight (submitted, not yet complete)? */
+bool px__in_flight(const struct aiocb *cb);
 /* aio_cancel's work on one fd (cb NULL: all): AIO_CANCELED, _NOTCANCELED, _ALLDONE. */
 int px__cancel(int fd, struct aiocb *cb);
 
@@ -134,9 +136,16 @@ int px__cancel(int fd, struct aiocb *cb);
 extern _Atomic uint32_t px__seq;
 void px__wake(void);
 /* Sleep until px__seq moves from seen or the absolute CLOCK_MONOTONIC
- * deadline (NULL: none) passes: 0, -ETIMEDOUT or -EINTR. */
-int px__wait(uint32_t seen, const struct timespec *deadline);
+ * deadline (NULL: none) passes: 0, -ETIMEDOUT or -EINTR. cancellable: a
+ * pthread_cancel ends the sleep (the thread unwinds from it). */
+int px__wait(uint32_t seen, const struct timespec *deadline, bool cancellable);
+/* Between them the caller counts as a sleeper; px__wait_cleanup is
+ * px__wait_end as a pthread_cleanup_push handler. */
 void px__wait_begin(void);
 void px__wait_end(void);
+void px__wait_cleanup(void *arg);
+/* The cancellable wait of aio_suspend and lio_listio: until done(arg),
+ * looked at after every completion; 0, -ETIMEDOUT or -EINTR. */
+int px__wait_until(bool (*done)(void *), void *arg, const struct timespec *deadline);
 
 #endif /* FSAIO_PX_H */

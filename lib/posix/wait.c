@@ -13,6 +13,16 @@
  * as glibc's aio_suspend sleeps: a signal handler ends it with EINTR when
  * there is a deadline, and with none it is restarted if the handler was
  * installed with SA_RESTART.
+ *
+ * Cancellation. aio_suspend and lio_listio(LIO_WAIT) are cancellation
+ * points whose sleep a pthread_cancel ends at once. A raw futex system
+ * call is not a cancellation point, so the cancellable sleep switches the
+ * thread to asynchronous cancellation around that one system call and
+ * back (glibc's own cancellable system calls do the same): a cancel
+ * pending or arriving then unwinds the thread from the sleep. Nothing but
+ * the system call runs in that window; the callers' cleanup handlers
+ * undo what they hold (the waiter count, a list's reference), and the
+ * requests go on.
  */
 #include <errno.h>
 #include <limits.h>
@@ -37,6 +47,12 @@ void px__wait_end(void)
 	atomic_fetch_sub(&waiters, 1);
 }
 
+void px__wait_cleanup(void *arg)
+{
+	(void)arg;
+	px__wait_end();
+}
+
 void px__wake(void)
 {
 	atomic_fetch_add(&px__seq, 1);
@@ -44,17 +60,49 @@ void px__wake(void)
 		syscall(SYS_futex, &px__seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-int px__wait(uint32_t seen, const struct timespec *deadline)
+int px__wait(uint32_t seen, const struct timespec *deadline, bool cancellable)
 {
-	int saved = errno;
-	long r = syscall(SYS_futex, &px__seq, FUTEX_WAIT_BITSET_PRIVATE, seen, deadline,
-			 NULL, FUTEX_BITSET_MATCH_ANY);
-	int e = errno;
+	int saved = errno, type = PTHREAD_CANCEL_DEFERRED, ignored;
+	long r;
+	int e;
+
+	if (cancellable)
+		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	r = syscall(SYS_futex, &px__seq, FUTEX_WAIT_BITSET_PRIVATE, seen, deadline,
+		    NULL, FUTEX_BITSET_MATCH_ANY);
+	e = errno;
+	if (cancellable)
+		pthread_setcanceltype(type, &ignored);
 
 	errno = saved;
 	if (r == 0 || e == EAGAIN)
 		return 0;
 	return -e;
+}
+
+static int wait_loop(bool (*done)(void *), void *arg, const struct timespec *deadline)
+{
+	for (;;) {
+		uint32_t seen = atomic_load(&px__seq);
+		int r;
+
+		if (done(arg))
+			return 0;
+		r = px__wait(seen, deadline, true);
+		if (r)
+			return r;
+	}
+}
+
+int px__wait_until(bool (*done)(void *), void *arg, const struct timespec *deadline)
+{
+	int ret;
+
+	px__wait_begin();
+	pthread_cleanup_push(px__wait_cleanup, NULL);
+	ret = wait_loop(done, arg, deadline);
+	pthread_cleanup_pop(1);
+	return ret;
 }
 
 /* SIGEV_THREAD: the program's function, on a thread of its own. */

@@ -155,3 +155,72 @@ Test(suspend, many_waiters)
 		close(p[i][1]);
 	}
 }
+
+/* An entry already complete is the answer, whatever the timeout says. */
+Test(suspend, done_entry_wins_over_a_bad_timeout)
+{
+	struct aiocb cb, never;
+	const struct aiocb *list[2] = { &never, &cb };
+	struct timespec bad = { 0, 2000000000L };
+	int fd = t_file(4096, 41), p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	t_cb(&never, p[0], buf, sizeof(buf), 0, LIO_READ);
+	cr_assert_eq(aio_read(&never), 0);
+	t_cb(&cb, fd, buf, sizeof(buf), 0, LIO_READ);
+	cr_assert_eq(aio_read(&cb), 0);
+	cr_assert_eq(t_wait(&cb), 0);
+	cr_assert_eq(aio_suspend(list, 2, &bad), 0);
+	cr_assert_eq(write(p[1], "y", 1), 1);
+	cr_assert_eq(t_wait(&never), 0);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+}
+
+/* With only requests in progress, a timeout out of range: the drop-in
+ * answers EINVAL; glibc 2.36 stops on an assertion (not run there). */
+Test(suspend, bad_timeout_is_einval)
+{
+	struct aiocb cb;
+	const struct aiocb *list[1] = { &cb };
+	struct timespec bad[] = { { 0, 1000000000L }, { 0, -1 }, { -1, 0 } };
+	int p[2];
+
+	if (!t_dropin())
+		return;
+	cr_assert_eq(pipe(p), 0);
+	t_cb(&cb, p[0], buf, sizeof(buf), 0, LIO_READ);
+	cr_assert_eq(aio_read(&cb), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		cr_assert_eq(aio_suspend(list, 1, &bad[i]), -1);
+		cr_assert_eq(errno, EINVAL);
+	}
+	cr_assert_eq(write(p[1], "y", 1), 1);
+	cr_assert_eq(t_wait(&cb), 0);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* A copy of an aiocb in progress says EINPROGRESS but is no request: it
+ * will never complete, so aio_suspend does not sleep on it. */
+Test(suspend, copy_of_a_request_in_progress_returns_at_once)
+{
+	struct aiocb cb, copy;
+	const struct aiocb *list[1] = { &copy };
+	struct timespec ts = { T_WAIT_SEC, 0 };
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	t_cb(&cb, p[0], buf, sizeof(buf), 0, LIO_READ);
+	cr_assert_eq(aio_read(&cb), 0);
+	memcpy(&copy, &cb, sizeof(copy));
+	cr_assert_eq(aio_error(&copy), EINPROGRESS);
+	cr_assert_eq(aio_suspend(list, 1, &ts), 0);
+	cr_assert_eq(aio_error(&cb), EINPROGRESS);
+	cr_assert_eq(write(p[1], "y", 1), 1);
+	cr_assert_eq(t_wait(&cb), 0);
+	close(p[0]);
+	close(p[1]);
+}
