@@ -11,7 +11,11 @@
  * covers every request on the fd queued before it (a barrier, held until
  * those completed, then given to the engine); a write on an O_APPEND fd is
  * a barrier behind the earlier writes and fsyncs, so appends land in
- * submission order. Every request in flight is linked, in submission
+ * submission order. A held barrier is bound to its file at submit, as the
+ * engine binds every request it accepts: it holds a duplicate of the fd
+ * (bound_fd), which is what the engine gets when it is released, so a
+ * dup2() over the fd or a close and reuse of the number while it waits
+ * does not send it to another file. Every request in flight is linked, in submission
  * order, on its fd's bucket (fd % PX_BUCKETS). A barrier counts the earlier
  * requests it waits for; each decrements it when unlinked, and the one that
  * brings it to 0 queues it for the dispatcher thread, which submits it (the
@@ -89,6 +93,8 @@ void px__queues_fork_child(void)
 
 		for (; r; r = n) {
 			n = r->next;
+			if (r->bound_fd >= 0)
+				close(r->bound_fd);
 			free(r);
 		}
 		b->head = b->tail = NULL;
@@ -118,13 +124,9 @@ struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool no
 	/* getpid is a system call: only a signal needs it. */
 	if (r->sev.sigev_notify == SIGEV_SIGNAL)
 		r->pid = getpid();
+	r->bound_fd = -1;
 	atomic_init(&r->refs, 1);
 	return r;
-}
-
-void px__free(struct px_req *r)
-{
-	free(r);
 }
 
 void px__unref(struct px_req *r)
@@ -282,6 +284,23 @@ static void dispatch(struct px_req *list)
 	}
 }
 
+/* r could not be accepted after all: off its fd, EAGAIN in its aiocb,
+ * freed. Nothing is notified: the submit call reports it. */
+static void refuse(struct px_req *r)
+{
+	struct bucket *b = bucket_of(r->fd);
+	struct px_req *ready = NULL;
+
+	pthread_mutex_lock(&b->lock);
+	unlink_req(b, r, &ready);
+	pthread_mutex_unlock(&b->lock);
+	if (ready)
+		dispatch(ready);
+	r->cb->__return_value = -1;
+	atomic_store_explicit((_Atomic int *)&r->cb->__error_code, EAGAIN, memory_order_release);
+	px__unref(r);   /* an aio_cancel looking at it may hold another reference */
+}
+
 /* Hand r to the engine. A refusal is the request's own error, as the
  * system call's would be in glibc's thread; only a full engine or a lack of
  * memory is a submit error, reported when the submitter asks (-EAGAIN,
@@ -320,18 +339,7 @@ int px__submit_engine(struct px_req *r, bool submitter)
 	}
 	atomic_fetch_sub_explicit(&r->refs, 1, memory_order_relaxed);
 	if ((n == -EAGAIN || n == -ENOMEM) && submitter) {
-		struct bucket *b = bucket_of(r->fd);
-		struct px_req *ready = NULL;
-
-		pthread_mutex_lock(&b->lock);
-		unlink_req(b, r, &ready);
-		pthread_mutex_unlock(&b->lock);
-		if (ready)
-			dispatch(ready);
-		r->cb->__return_value = -1;
-		atomic_store_explicit((_Atomic int *)&r->cb->__error_code, EAGAIN,
-				      memory_order_release);
-		px__free(r);
+		refuse(r);
 		return -EAGAIN;
 	}
 	px__finish(r, n == -ENOMEM ? -EAGAIN : n);
@@ -344,7 +352,7 @@ int px__submit(struct px_req *r)
 	struct bucket *b = bucket_of(r->fd);
 	void *buf = (void *)cb->aio_buf;
 	bool held;
-	int fl;
+	int fl, bind_err = 0;
 
 	px__init();
 	switch (r->kind) {
@@ -376,7 +384,30 @@ int px__submit(struct px_req *r)
 	pthread_mutex_lock(&b->lock);
 	link_req(b, r);
 	held = r->state == PX_HELD;
+	if (held) {
+		/* Bound to its file now; the engine gets the duplicate. */
+		r->bound_fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+		if (r->bound_fd >= 0) {
+			r->req.fd = r->bound_fd;
+		} else {
+			bind_err = errno;
+			held = false;
+			r->state = PX_SUBMITTING;
+			r->blockers = 0;
+			b->nheld--;
+		}
+	}
 	pthread_mutex_unlock(&b->lock);
+	if (bind_err == EBADF) {
+		/* The fd was closed meanwhile: the request's own error. */
+		px__finish(r, -EBADF);
+		return 0;
+	}
+	if (bind_err) {
+		/* No descriptor or memory left: not accepted. */
+		refuse(r);
+		return -EAGAIN;
+	}
 	if (held)
 		return 0;
 	return px__submit_engine(r, true);
@@ -399,6 +430,13 @@ void px__finish(struct px_req *r, int64_t res)
 	r->state = PX_DONE;
 	unlink_req(b, r, &ready);
 	pthread_mutex_unlock(&b->lock);
+	if (r->bound_fd >= 0) {
+		int saved = errno, cs = fsaio__nocancel_begin();
+
+		close(r->bound_fd);
+		fsaio__nocancel_end(cs);
+		errno = saved;
+	}
 
 	px__notify(&r->sev, r->pid);
 	if (g && atomic_fetch_sub_explicit(&g->pending, 1, memory_order_acq_rel) == 1) {

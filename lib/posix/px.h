@@ -90,6 +90,8 @@ struct px_req {
 	uint8_t kind;               /* immutable: enum px_kind */
 	bool barrier;               /* immutable: waits for earlier requests (fsync, O_APPEND write) */
 	bool ordered;               /* immutable: a write that a later O_APPEND write waits for */
+	int bound_fd;               /* set at link (bucket lock), closed at finish: a held
+				     * barrier's duplicate of fd, the one given to the engine; or -1 */
 	/* bucket lock: */
 	uint8_t state;              /* enum px_state */
 	unsigned blockers;          /* earlier requests on the fd this one still waits for */
@@ -113,7 +115,6 @@ void px__queues_fork_prepare(void);             /* fork handlers of the request 
 void px__queues_fork_parent(void);
 void px__queues_fork_child(void);
 struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool notify);
-void px__free(struct px_req *r);
 /* Accept r: link it on its fd and hand it to the engine (or hold it).
  * 0, or -EAGAIN when it could not be taken (status set in the aiocb). */
 int px__submit(struct px_req *r);
