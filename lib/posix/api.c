@@ -127,6 +127,8 @@ static int cancel(int fd, struct aiocb *cb)
 	cs = fsaio__nocancel_begin();
 	ret = px__cancel(fd, cb);
 	fsaio__nocancel_end(cs);
+	if (ret < 0)
+		return fail(-ret);
 	errno = saved;
 	return ret;
 }

@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +302,20 @@ static void refuse(struct px_req *r)
 	px__unref(r);   /* an aio_cancel looking at it may hold another reference */
 }
 
+/* A count over SSIZE_MAX: what pread(2)/pwrite(2) answer, which glibc's
+ * thread reports: EBADF for an fd not open for it, else EFAULT (the
+ * buffer cannot span that much of the address space). */
+static int huge_count_error(const struct px_req *r)
+{
+	int fl = fcntl(r->req.fd, F_GETFL), acc = fl & O_ACCMODE;
+
+	if (fl < 0 || (fl & O_PATH))
+		return -EBADF;
+	if (r->kind == PX_READ ? acc == O_WRONLY : acc == O_RDONLY)
+		return -EBADF;
+	return -EFAULT;
+}
+
 /* Hand r to the engine. A refusal is the request's own error, as the
  * system call's would be in glibc's thread; only a full engine or a lack of
  * memory is a submit error, reported when the submitter asks (-EAGAIN,
@@ -317,6 +332,10 @@ int px__submit_engine(struct px_req *r, bool submitter)
 		 * (before they look at the fd), and glibc's thread reports a
 		 * bad lio_opcode as EINVAL: the request's error, not submit's. */
 		px__finish(r, -EINVAL);
+		return 0;
+	}
+	if ((r->kind == PX_READ || r->kind == PX_WRITE) && r->req.len > SSIZE_MAX) {
+		px__finish(r, huge_count_error(r));
 		return 0;
 	}
 	/* A reference across the call: the engine may complete (and the
@@ -553,6 +572,12 @@ int px__cancel(int fd, struct aiocb *cb)
 	}
 	if (v != stack)
 		free(v);
+	/* An aiocb in progress that is no request of ours (a copy, never
+	 * submitted): glibc's EINVAL. One that completed meanwhile has its
+	 * status stored before it leaves the list. */
+	if (!n && cb && atomic_load_explicit((_Atomic int *)&cb->__error_code,
+					     memory_order_acquire) == EINPROGRESS)
+		return -EINVAL;
 	if (!n)
 		return AIO_ALLDONE;
 	return all ? AIO_CANCELED : AIO_NOTCANCELED;

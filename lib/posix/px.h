@@ -130,7 +130,8 @@ void px__hold_begin(void);
 void px__hold_end(void);
 /* Is cb a request in flight (submitted, not yet complete)? */
 bool px__in_flight(const struct aiocb *cb);
-/* aio_cancel's work on one fd (cb NULL: all): AIO_CANCELED, _NOTCANCELED, _ALLDONE. */
+/* aio_cancel's work on one fd (cb NULL: all): AIO_CANCELED, _NOTCANCELED,
+ * _ALLDONE, or -EINVAL for an aiocb in progress that is no request. */
 int px__cancel(int fd, struct aiocb *cb);
 
 /* wait.c: one futex word bumped by every completion */
