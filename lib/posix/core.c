@@ -17,12 +17,14 @@
  * dup2() over the fd or a close and reuse of the number while it waits
  * does not send it to another file. Every request in flight is linked, in submission
  * order, on its fd's bucket (fd % PX_BUCKETS). A barrier counts the earlier
- * requests it waits for; each decrements it when unlinked, and the one that
+ * requests it waits for; each decrements it when unlinked (looking only at
+ * the bucket's held requests later than itself, so that a completion costs
+ * the same however many requests are in flight), and the one that
  * brings it to 0 queues it for the dispatcher thread, which submits it (the
  * engine's callback may not call into the engine).
  *
- * Locks: bucket->lock guards its list and the state, blockers and links of
- * its requests; disp_lock the dispatcher's queue. Leaves (see px.h), taken
+ * Locks: bucket->lock guards its lists and the state, blockers, seq and
+ * links of its requests; disp_lock the dispatcher's queue. Leaves (see px.h), taken
  * after engine.c's ctx_lock in the fork handlers.
  *
  * fork(): the child has none of the parent's threads or requests: its
@@ -48,7 +50,8 @@
 struct bucket {
 	pthread_mutex_t lock;
 	struct px_req *head, *tail; /* lock: requests in flight, submission order */
-	unsigned nheld;             /* lock: requests in state PX_HELD */
+	struct px_req *held, *held_tail; /* lock: its requests in state PX_HELD, in order */
+	uint64_t seq;               /* lock: the next request's seq */
 };
 
 static struct bucket buckets[PX_BUCKETS];
@@ -99,7 +102,7 @@ void px__queues_fork_child(void)
 			free(r);
 		}
 		b->head = b->tail = NULL;
-		b->nheld = 0;
+		b->held = b->held_tail = NULL;
 		pthread_mutex_unlock(&b->lock);
 	}
 	disp_head = disp_tail = NULL;
@@ -150,6 +153,35 @@ static bool waits_for(const struct px_req *b, const struct px_req *x)
 	return x->ordered;
 }
 
+/* r enters or leaves state PX_HELD: the bucket's held list, which a
+ * completion walks (not every request in flight). bucket lock held. */
+static void hold(struct bucket *b, struct px_req *r)
+{
+	r->state = PX_HELD;
+	r->hnext = NULL;
+	r->hprev = b->held_tail;
+	if (b->held_tail)
+		b->held_tail->hnext = r;
+	else
+		b->held = r;
+	b->held_tail = r;
+}
+
+static void unhold(struct bucket *b, struct px_req *r, uint8_t state)
+{
+	if (r->hprev)
+		r->hprev->hnext = r->hnext;
+	else
+		b->held = r->hnext;
+	if (r->hnext)
+		r->hnext->hprev = r->hprev;
+	else
+		b->held_tail = r->hprev;
+	r->hnext = r->hprev = NULL;
+	r->blockers = 0;
+	r->state = state;
+}
+
 /* Append r to its bucket and count what it waits for. bucket lock held. */
 static void link_req(struct bucket *b, struct px_req *r)
 {
@@ -160,35 +192,33 @@ static void link_req(struct bucket *b, struct px_req *r)
 	else
 		b->head = r;
 	b->tail = r;
+	r->seq = b->seq++;
 	r->state = PX_SUBMITTING;
 	if (!r->barrier)
 		return;
 	for (struct px_req *x = r->prev; x; x = x->prev)
 		if (x->fd == r->fd && waits_for(r, x))
 			r->blockers++;
-	if (r->blockers) {
-		r->state = PX_HELD;
-		b->nheld++;
-	}
+	if (r->blockers)
+		hold(b, r);
 }
 
 /* Take r off its bucket; the barriers it held that are now free are
- * returned through *ready (linked by dnext). bucket lock held. */
+ * returned through *ready (linked by dnext). Only held requests later
+ * than r can wait for it. bucket lock held. */
 static void unlink_req(struct bucket *b, struct px_req *r, struct px_req **ready)
 {
-	if (b->nheld) {
-		for (struct px_req *y = r->next; y; y = y->next) {
-			if (y->fd != r->fd || y->state != PX_HELD || !waits_for(y, r))
-				continue;
-			if (--y->blockers == 0) {
-				/* The dispatcher's queue holds a reference. */
-				y->state = PX_QUEUED;
-				b->nheld--;
-				atomic_fetch_add_explicit(&y->refs, 1, memory_order_relaxed);
-				y->dnext = *ready;
-				*ready = y;
-			}
-		}
+	struct px_req *y, *p;
+
+	for (y = b->held_tail; y && y->seq > r->seq; y = p) {
+		p = y->hprev;
+		if (y->fd != r->fd || !waits_for(y, r) || --y->blockers)
+			continue;
+		/* Free to go; the dispatcher's queue holds a reference. */
+		unhold(b, y, PX_QUEUED);
+		atomic_fetch_add_explicit(&y->refs, 1, memory_order_relaxed);
+		y->dnext = *ready;
+		*ready = y;
 	}
 	if (r->prev)
 		r->prev->next = r->next;
@@ -411,9 +441,7 @@ int px__submit(struct px_req *r)
 		} else {
 			bind_err = errno;
 			held = false;
-			r->state = PX_SUBMITTING;
-			r->blockers = 0;
-			b->nheld--;
+			unhold(b, r, PX_SUBMITTING);
 		}
 	}
 	pthread_mutex_unlock(&b->lock);
@@ -486,13 +514,10 @@ static bool cancel_one(struct px_req *r)
 
 	pthread_mutex_lock(&b->lock);
 	st = r->state;
-	if (st == PX_HELD || st == PX_QUEUED) {
-		/* Not given to the engine yet: ours to complete. */
-		if (st == PX_HELD)
-			b->nheld--;
+	if (st == PX_HELD)
+		unhold(b, r, PX_CANCEL);        /* not given to the engine yet: ours */
+	else if (st == PX_QUEUED)
 		r->state = PX_CANCEL;
-		r->blockers = 0;
-	}
 	pthread_mutex_unlock(&b->lock);
 	if (st == PX_HELD || st == PX_QUEUED) {
 		px__finish(r, -ECANCELED);

@@ -95,7 +95,9 @@ struct px_req {
 	/* bucket lock: */
 	uint8_t state;              /* enum px_state */
 	unsigned blockers;          /* earlier requests on the fd this one still waits for */
+	uint64_t seq;               /* its place in the bucket's submission order */
 	struct px_req *next, *prev; /* the bucket's requests, in submission order */
+	struct px_req *hnext, *hprev; /* the bucket's PX_HELD requests, in submission order */
 	_Atomic uint32_t refs;      /* 1 while in flight, +1 for each aio_cancel looking at it,
 				     * the dispatcher queue holding it, the submitter in fsaio_submit */
 	struct px_req *dnext;       /* disp_lock: the dispatcher's queue */
