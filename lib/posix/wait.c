@@ -60,19 +60,24 @@ void px__wake(void)
 		syscall(SYS_futex, &px__seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+/* The cancellation type the caller had, across the cancellable sleep. Not
+ * on the stack: a cancel unwinds the sleeping frame without returning,
+ * and a sanitizer would find its poisoned slots under the cleanup. */
+static __thread int saved_type;
+
 int px__wait(uint32_t seen, const struct timespec *deadline, bool cancellable)
 {
-	int saved = errno, type = PTHREAD_CANCEL_DEFERRED, ignored;
+	int saved = errno;
 	long r;
 	int e;
 
 	if (cancellable)
-		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &saved_type);
 	r = syscall(SYS_futex, &px__seq, FUTEX_WAIT_BITSET_PRIVATE, seen, deadline,
 		    NULL, FUTEX_BITSET_MATCH_ANY);
 	e = errno;
 	if (cancellable)
-		pthread_setcanceltype(type, &ignored);
+		pthread_setcanceltype(saved_type, &saved_type);
 
 	errno = saved;
 	if (r == 0 || e == EAGAIN)
