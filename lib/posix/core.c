@@ -498,11 +498,6 @@ void px__finish(struct px_req *r, int64_t res)
 	px__unref(r);
 }
 
-void px__complete(void *arg, const struct fsaio_event *ev)
-{
-	(void)arg;
-	px__finish(ev->user_data, ev->res);
-}
 
 /* Cancel one request found on the fd: true if it will never run. */
 static bool cancel_one(struct px_req *r)

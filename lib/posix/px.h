@@ -110,6 +110,7 @@ void px__set_workers(unsigned n);               /* aio_init's aio_threads, befor
 int px__ctx_kind(const struct px_req *r);       /* which context carries r */
 fsaio_ctx_t *px__engine(int kind);              /* made on first use; NULL if it cannot be */
 fsaio_ctx_t *px__engine_now(int kind);          /* NULL until made */
+void *px__engine_tag(int kind);                 /* the complete_arg of kind's context */
 
 /* core.c */
 void px__queues_init(void);
@@ -121,7 +122,7 @@ struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool no
  * 0, or -EAGAIN when it could not be taken (status set in the aiocb). */
 int px__submit(struct px_req *r);
 int px__submit_engine(struct px_req *r, bool submitter);
-void px__complete(void *arg, const struct fsaio_event *ev);
+void px__complete(void *arg, const struct fsaio_event *ev);   /* wait.c */
 void px__finish(struct px_req *r, int64_t res);
 void px__unref(struct px_req *r);
 void px__group_put(struct px_group *g);
@@ -143,11 +144,10 @@ void px__wake(void);
  * deadline (NULL: none) passes: 0, -ETIMEDOUT or -EINTR. cancellable: a
  * pthread_cancel ends the sleep (the thread unwinds from it). */
 int px__wait(uint32_t seen, const struct timespec *deadline, bool cancellable);
-/* Between them the caller counts as a sleeper; px__wait_cleanup is
- * px__wait_end as a pthread_cleanup_push handler. */
+/* Between them the caller counts as a sleeper (aio_cancel's wait). */
 void px__wait_begin(void);
 void px__wait_end(void);
-void px__wait_cleanup(void *arg);
+void px__wait_fork_child(void);                 /* no thread of the child waits */
 /* The cancellable wait of aio_suspend and lio_listio: until done(arg),
  * looked at after every completion; 0, -ETIMEDOUT or -EINTR. */
 int px__wait_until(bool (*done)(void *), void *arg, const struct timespec *deadline);

@@ -32,10 +32,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "dropin.h"
 #include "px.h"
 
 _Atomic uint32_t px__seq;
-static _Atomic uint32_t waiters;
+static _Atomic uint32_t waiters;        /* threads asleep on px__seq's futex */
+static _Atomic uint32_t drivers;        /* threads waiting in PX_PLAIN's ring */
+
+/* In px__complete for PX_PLAIN: the engine itself kicks a thread waiting
+ * in that ring out of its wait after the callback. */
+static __thread bool ring_callback;
+
+/* What this thread holds while it waits, for the cleanup of a cancel. */
+static __thread struct {
+	fsaio_ctx_t *needs;     /* counted in fsaio__drive_need of that context */
+	bool waiter, driver;
+} holding_wait;
 
 void px__wait_begin(void)
 {
@@ -47,10 +59,17 @@ void px__wait_end(void)
 	atomic_fetch_sub(&waiters, 1);
 }
 
-void px__wait_cleanup(void *arg)
+void px__wait_fork_child(void)
 {
-	(void)arg;
-	px__wait_end();
+	atomic_store(&waiters, 0);
+	atomic_store(&drivers, 0);
+}
+
+void px__complete(void *arg, const struct fsaio_event *ev)
+{
+	ring_callback = arg == px__engine_tag(PX_PLAIN);
+	px__finish(ev->user_data, ev->res);
+	ring_callback = false;
 }
 
 void px__wake(void)
@@ -58,6 +77,12 @@ void px__wake(void)
 	atomic_fetch_add(&px__seq, 1);
 	if (atomic_load(&waiters))
 		syscall(SYS_futex, &px__seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	if (!ring_callback && atomic_load(&drivers)) {
+		fsaio_ctx_t *ring = px__engine_now(PX_PLAIN);
+
+		if (ring)
+			fsaio__uring_kick(ring);
+	}
 }
 
 /* The cancellation type the caller had, across the cancellable sleep. Not
@@ -85,6 +110,78 @@ int px__wait(uint32_t seen, const struct timespec *deadline, bool cancellable)
 	return -e;
 }
 
+static int64_t ns_of(const struct timespec *t)
+{
+	return t ? (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec : INT64_MAX;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return ns_of(&now);
+}
+
+/* Until px__seq moves from seen: the waiter reaps PX_PLAIN's io_uring
+ * ring itself when it can (its completions then reach it without a
+ * thread hop; px__wake kicks it out for the others), else sleeps on the
+ * futex while the ring's thread carries the ring. 0, -ETIMEDOUT or -EINTR.
+ * The ring's calls run with cancellation disabled, but for its wait. */
+static int wait_once(uint32_t seen, const struct timespec *deadline)
+{
+	fsaio_ctx_t *ring = px__engine_now(PX_PLAIN);
+	int r = -EAGAIN;
+
+	if (ring) {
+		int64_t dl = ns_of(deadline);
+		int state;
+
+		if (dl != INT64_MAX && mono_ns() >= dl)
+			return -ETIMEDOUT;
+		holding_wait.driver = true;
+		atomic_fetch_add(&drivers, 1);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+		if (atomic_load(&px__seq) != seen)
+			r = 0;
+		else if (state == PTHREAD_CANCEL_ENABLE)
+			r = fsaio__drive_cancellable(ring, &px__seq, seen, dl);
+		else
+			r = fsaio__drive(ring, &px__seq, seen, dl);
+		pthread_setcancelstate(state, &state);
+		atomic_fetch_sub(&drivers, 1);
+		holding_wait.driver = false;
+		if (r != -EAGAIN)
+			return r == 0 && dl != INT64_MAX && mono_ns() >= dl ? -ETIMEDOUT : r;
+		fsaio__drive_need(ring, 1);
+		holding_wait.needs = ring;
+	}
+	holding_wait.waiter = true;
+	atomic_fetch_add(&waiters, 1);
+	r = atomic_load(&px__seq) != seen ? 0 : px__wait(seen, deadline, true);
+	atomic_fetch_sub(&waiters, 1);
+	holding_wait.waiter = false;
+	if (ring) {
+		holding_wait.needs = NULL;
+		fsaio__drive_need(ring, -1);
+	}
+	return r;
+}
+
+/* A waiter cancelled in wait_once gives back what it held. */
+static void wait_cleanup(void *arg)
+{
+	(void)arg;
+	if (holding_wait.driver)
+		atomic_fetch_sub(&drivers, 1);
+	if (holding_wait.waiter)
+		atomic_fetch_sub(&waiters, 1);
+	if (holding_wait.needs)
+		fsaio__drive_need(holding_wait.needs, -1);
+	holding_wait.needs = NULL;
+	holding_wait.driver = holding_wait.waiter = false;
+}
+
 static int wait_loop(bool (*done)(void *), void *arg, const struct timespec *deadline)
 {
 	for (;;) {
@@ -93,7 +190,7 @@ static int wait_loop(bool (*done)(void *), void *arg, const struct timespec *dea
 
 		if (done(arg))
 			return 0;
-		r = px__wait(seen, deadline, true);
+		r = wait_once(seen, deadline);
 		if (r)
 			return r;
 	}
@@ -103,10 +200,9 @@ int px__wait_until(bool (*done)(void *), void *arg, const struct timespec *deadl
 {
 	int ret;
 
-	px__wait_begin();
-	pthread_cleanup_push(px__wait_cleanup, NULL);
+	pthread_cleanup_push(wait_cleanup, NULL);
 	ret = wait_loop(done, arg, deadline);
-	pthread_cleanup_pop(1);
+	pthread_cleanup_pop(0);
 	return ret;
 }
 
