@@ -2,17 +2,27 @@
 /*
  * DESIGN: waiting for completions, and the notifications a completion sends.
  *
- * One futex word, px__seq, is bumped by every completion (after the status
- * is in the aiocb); aio_suspend, lio_listio(LIO_WAIT) and aio_cancel wait
- * on it and look again at what they wait for. waiters counts the sleepers,
- * so that a completion makes the wake system call only when someone
- * sleeps. Both are seq_cst: a completion bumps seq and then reads waiters,
- * a waiter bumps waiters and then reads seq before it looks at the status.
+ * One word, px__seq, is bumped by every completion (after the status is
+ * in the aiocb); aio_suspend, lio_listio(LIO_WAIT) and aio_cancel wait for
+ * it to move and look again at what they wait for.
  *
- * The sleep is FUTEX_WAIT_BITSET on an absolute CLOCK_MONOTONIC deadline,
- * as glibc's aio_suspend sleeps: a signal handler ends it with EINTR when
- * there is a deadline, and with none it is restarted if the handler was
- * installed with SA_RESTART.
+ * Who waits how. aio_suspend and lio_listio first reap PX_PLAIN's io_uring
+ * ring themselves (fsaio__drive): a ring completion then runs px__complete
+ * in the waiting thread and costs no thread hop. A completion of another
+ * path (a worker, the poller, the other context, a cancel) kicks such a
+ * driver out of io_uring_enter (drivers counts them). When the ring is not
+ * the waiter's to carry (nothing in it, another thread carries it), it
+ * sleeps on px__seq's futex (waiters counts those, so that a completion
+ * makes the wake system call only when someone sleeps there), while the
+ * ring's thread carries the ring (fsaio__drive_need). All seq_cst: a
+ * completion bumps seq and then reads waiters and drivers, a waiter bumps
+ * its count and then reads seq before it sleeps.
+ *
+ * The futex sleep is FUTEX_WAIT_BITSET on an absolute CLOCK_MONOTONIC
+ * deadline, as glibc's aio_suspend sleeps: a signal handler ends it with
+ * EINTR when there is a deadline, and with none it is restarted if the
+ * handler was installed with SA_RESTART. A wait in the ring ends with EINTR
+ * on any handler (io_uring_enter is not restarted).
  *
  * Cancellation. aio_suspend and lio_listio(LIO_WAIT) are cancellation
  * points whose sleep a pthread_cancel ends at once. A raw futex system
@@ -20,9 +30,10 @@
  * thread to asynchronous cancellation around that one system call and
  * back (glibc's own cancellable system calls do the same): a cancel
  * pending or arriving then unwinds the thread from the sleep. Nothing but
- * the system call runs in that window; the callers' cleanup handlers
- * undo what they hold (the waiter count, a list's reference), and the
- * requests go on.
+ * the system call runs in that window; the cleanup handlers undo what the
+ * thread holds (the counts, the ring's ownership, a list's reference), and
+ * the requests go on. The ring's harvest and the callbacks it runs are
+ * never cancelled: the engine opens the window around its wait alone.
  */
 #include <errno.h>
 #include <limits.h>
