@@ -88,14 +88,10 @@ static bool asleep(pid_t tid)
 	return p[2] == 'S';
 }
 
-/* Sleep in the call, be cancelled there; the request completes after. */
-static void cancelled_while_asleep(enum how how)
+/* A waiter on a read of a new pipe p, seen asleep in its call. */
+static pthread_t start_waiter(struct waiter *w, int p[2], enum how how)
 {
-	struct waiter *w = calloc(1, sizeof(*w));
-	struct timespec dl;
 	pthread_t th;
-	void *ret = NULL;
-	int p[2], j;
 
 	cr_assert_not_null(w);
 	cr_assert_eq(pipe(p), 0);
@@ -107,7 +103,19 @@ static void cancelled_while_asleep(enum how how)
 	/* Asleep three looks in a row: in the call's sleep, not on its way. */
 	for (int seen = 0; seen < 3; usleep(2000))
 		seen = asleep(atomic_load(&w->tid)) ? seen + 1 : 0;
+	return th;
+}
 
+/* Sleep in the call, be cancelled there; the request completes after. */
+static void cancelled_while_asleep(enum how how)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+	struct timespec dl;
+	pthread_t th;
+	void *ret = NULL;
+	int p[2], j;
+
+	th = start_waiter(w, p, how);
 	cr_assert_eq(pthread_cancel(th), 0);
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += T_WAIT_SEC;
@@ -163,15 +171,7 @@ Test(cancelpoint, lio_listio_wait)
 		return;
 	}
 	w = calloc(1, sizeof(*w));
-	cr_assert_not_null(w);
-	cr_assert_eq(pipe(p), 0);
-	w->how = LIO_WAITING;
-	t_cb(&w->cb, p[0], w->buf, sizeof(w->buf), 0, LIO_READ);
-	cr_assert_eq(pthread_create(&th, NULL, wait_there, w), 0);
-	while (!atomic_load(&w->tid))
-		usleep(1000);
-	for (int seen = 0; seen < 3; usleep(2000))
-		seen = asleep(atomic_load(&w->tid)) ? seen + 1 : 0;
+	th = start_waiter(w, p, LIO_WAITING);
 	cr_assert_eq(pthread_cancel(th), 0);
 	usleep(100 * 1000);
 	cr_assert_eq(pthread_tryjoin_np(th, &ret), EBUSY);
