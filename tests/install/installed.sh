@@ -44,8 +44,11 @@ if [ -e "$build/lib/libfsaio-libaio.so" ]; then
 			fail "$libdir/fsaio/$name is not a link to libfsaio-libaio.so"
 	done
 	[ "$(ls "$L/fsaio" | wc -l)" = 3 ] || fail "more than the drop-in in $libdir/fsaio: $(ls "$L/fsaio")"
-	grep -q "$libdir/fsaio/libfsaio-libaio.so" "$dest$bindir/fsaio-run" ||
+	grep -q "^default_shim='$libdir/fsaio/libfsaio-libaio.so'$" "$dest$bindir/fsaio-run" ||
 		fail "fsaio-run does not point at $libdir/fsaio/libfsaio-libaio.so"
+	# The POSIX AIO drop-in by its soname: the runtime package has no .so link.
+	grep -q "^default_posix_shim='$libdir/libfsaio-posixaio.so.0'$" "$dest$bindir/fsaio-run" ||
+		fail "fsaio-run does not point at $libdir/libfsaio-posixaio.so.0"
 fi
 for f in "$L"/libaio* "$L"/libfsaio-libaio*; do
 	[ ! -e "$f" ] || fail "$f installed in the public libdir"
