@@ -60,6 +60,16 @@ if [ -e "$build/examples/fsaio-cat" ]; then
 		fail "examples not installed under $datadir/doc/libfsaio/examples"
 fi
 
+# The manual pages, found by name through the destdir: the overview under
+# fsaio too, and the structs' own pages.
+if [ -e "$build/man/libfsaio.7" ] && command -v man >/dev/null 2>&1; then
+	for name in fsaio libfsaio fsaio_req fsaio_event fsaio_submit; do
+		page=$(MANPATH="$dest$datadir/man" man -w "$name" 2>/dev/null) ||
+			fail "man $name finds no page in $datadir/man"
+		case $page in "$dest$datadir/man/"*) ;; *) fail "man $name found $page, not the installed one" ;; esac
+	done
+fi
+
 # A program built with what pkg-config says, found through the destdir.
 export PKG_CONFIG_SYSROOT_DIR="$dest"
 export PKG_CONFIG_PATH="$L/pkgconfig"
