@@ -34,6 +34,9 @@ L=$dest$libdir
 [ -f "$dest$prefix/include/fsaio.h" ] || fail "fsaio.h not installed"
 [ -f "$dest$prefix/include/fsaio_version.h" ] || fail "fsaio_version.h not installed"
 [ -f "$L/pkgconfig/libfsaio.pc" ] || fail "libfsaio.pc not installed"
+# The prep helpers as functions, for foreign-function interfaces.
+[ -f "$L/libfsaio-ffi.so.0.2.0" ] || [ -f "$L/libfsaio-ffi.a" ] || fail "no libfsaio-ffi in $libdir"
+[ -f "$L/pkgconfig/libfsaio-ffi.pc" ] || fail "libfsaio-ffi.pc not installed"
 # The libaio drop-in: one file under $libdir/fsaio, libaio's sonames as links
 # to it, nothing of it in $libdir itself.
 if [ -e "$build/lib/libfsaio-libaio.so" ]; then
