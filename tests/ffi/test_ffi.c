@@ -9,6 +9,7 @@
  * helpers listed here (the header's, checked by tests/ffi/exports.sh).
  * Exit 0 when all agree, 1 with one line per difference otherwise.
  */
+#define _GNU_SOURCE             /* dlvsym */
 #include <dlfcn.h>
 #include <poll.h>
 #include <stdio.h>
