@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,6 +219,48 @@ static unsigned split(char *s, char **out, unsigned max, const char *opt)
 
 /* Where the shim is: --shim, $FSAIO_SHIM, beside libfsaio.so relative to
  * this program (build tree or install), or the configured install path. */
+/* Whether an output file can be written where --opt names it, checked
+ * without creating it: a writable file, or a new name in a writable
+ * directory. Refused with one line otherwise. */
+static void check_output(const char *opt, const char *path)
+{
+	struct stat st;
+	if (!path)
+		return;
+	if (!*path)
+		bad("%s: an empty file name", opt);
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			bad("%s %s: %s", opt, path, strerror(EISDIR));
+		if (access(path, W_OK) != 0)
+			bad("%s %s: %s", opt, path, strerror(errno));
+		return;
+	}
+	if (errno != ENOENT)
+		bad("%s %s: %s", opt, path, strerror(errno));
+	char *dir = strdup(path);
+	if (!dir)
+		bad("out of memory");
+	char *slash = strrchr(dir, '/');
+	const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+	if (stat(d, &st) != 0)
+		bad("%s %s: %s", opt, path, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		bad("%s %s: %s", opt, path, strerror(ENOTDIR));
+	if (access(d, W_OK | X_OK) != 0)
+		bad("%s %s: %s", opt, path, strerror(errno));
+	free(dir);
+}
+
+/* Whether two output names are one file (by name, or an existing file by inode). */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (!strcmp(a, b))
+		return true;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static const char *find_shim(const char *opt)
 {
 	static char buf[PATH_MAX + 64];
@@ -566,6 +609,17 @@ int main(int argc, char **argv)
 		mode = workload_opt ? "custom" : "quick";
 	if (s.bytes && have_runtime)
 		bad("--runtime and --bytes do not combine: choose one limit");
+
+	/* Every output is checked before the run, which may take minutes. */
+	check_output("--csv", csv);
+	check_output("--json", json);
+	check_output("--plot", plot);
+	if ((csv && json && same_file(csv, json)) || (csv && plot && same_file(csv, plot)))
+		bad("--csv %s: also given as another output", csv);
+	if (json && plot && same_file(json, plot))
+		bad("--json %s: also given as --plot", json);
+	if (plot && !bench_plot_available())
+		bad("--plot %s: gnuplot not found (Debian: apt-get install gnuplot-nox)", plot);
 
 	/* ---- the cases ---- */
 	struct bench_case cases[3 * MAXLIST * MAXLIST];

@@ -266,7 +266,12 @@ FSAIO_API int fsaio_version_check(int major, int minor);
  * private part included. Plain assignments, field by field, so the header
  * is C99 and C++ alike; compilers merge them into a few wide stores, where
  * a memset of the whole request became a string instruction with a slow
- * start. */
+ * start. FSAIO_PREP is static inline; libfsaio-ffi.so defines it otherwise
+ * to export each helper as a function, for languages that cannot inline C. */
+#ifndef FSAIO_PREP
+#define FSAIO_PREP static inline
+#endif
+
 static inline void fsaio_prep__(struct fsaio_req *r, int op, int fd, void *buf,
 				uint64_t len, int64_t offset)
 {
@@ -291,37 +296,37 @@ static inline void fsaio_prep__(struct fsaio_req *r, int op, int fd, void *buf,
 	r->exec_ = 0;
 }
 
-static inline void fsaio_prep_pread(struct fsaio_req *r, int fd, void *buf, size_t n, int64_t off)
+FSAIO_PREP void fsaio_prep_pread(struct fsaio_req *r, int fd, void *buf, size_t n, int64_t off)
 {
 	fsaio_prep__(r, FSAIO_OP_PREAD, fd, buf, n, off);
 }
 
-static inline void fsaio_prep_pwrite(struct fsaio_req *r, int fd, const void *buf, size_t n, int64_t off)
+FSAIO_PREP void fsaio_prep_pwrite(struct fsaio_req *r, int fd, const void *buf, size_t n, int64_t off)
 {
 	fsaio_prep__(r, FSAIO_OP_PWRITE, fd, (void *)buf, n, off);
 }
 
-static inline void fsaio_prep_preadv(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
+FSAIO_PREP void fsaio_prep_preadv(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
 {
 	fsaio_prep__(r, FSAIO_OP_PREADV, fd, (void *)iov, (uint64_t)(int64_t)iovcnt, off);
 }
 
-static inline void fsaio_prep_pwritev(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
+FSAIO_PREP void fsaio_prep_pwritev(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
 {
 	fsaio_prep__(r, FSAIO_OP_PWRITEV, fd, (void *)iov, (uint64_t)(int64_t)iovcnt, off);
 }
 
-static inline void fsaio_prep_fsync(struct fsaio_req *r, int fd)
+FSAIO_PREP void fsaio_prep_fsync(struct fsaio_req *r, int fd)
 {
 	fsaio_prep__(r, FSAIO_OP_FSYNC, fd, NULL, 0, 0);
 }
 
-static inline void fsaio_prep_fdatasync(struct fsaio_req *r, int fd)
+FSAIO_PREP void fsaio_prep_fdatasync(struct fsaio_req *r, int fd)
 {
 	fsaio_prep__(r, FSAIO_OP_FDSYNC, fd, NULL, 0, 0);
 }
 
-static inline void fsaio_prep_poll(struct fsaio_req *r, int fd, short events)
+FSAIO_PREP void fsaio_prep_poll(struct fsaio_req *r, int fd, short events)
 {
 	fsaio_prep__(r, FSAIO_OP_POLL, fd, NULL, (uint64_t)(unsigned short)events, -1);
 }

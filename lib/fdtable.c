@@ -116,6 +116,9 @@ static int learn(int fd, struct fsaio__fdinfo *fi)
 	struct stat st;
 	int fl;
 
+	/* Defined on every path: callers read it when -errno is 0, which the
+	 * compiler cannot rule out. */
+	*fi = (struct fsaio__fdinfo){ .flags = 0 };
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	fl = fcntl(fd, F_GETFL);

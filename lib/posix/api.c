@@ -21,10 +21,12 @@
 
 #include "px.h"
 #include "nocancel.h"
+#include "symver.h"
 
-#define SYMVER(s) __attribute__((symver(s)))
 #define PX_EXPORT(name, type, args) \
-	PX_API SYMVER(#name "@@GLIBC_2.34") SYMVER(#name "@GLIBC_2.2.5") type px_##name args
+	FSAIO__SYMVER(px_##name, #name "@@GLIBC_2.34"); \
+	FSAIO__SYMVER(px_##name, #name "@GLIBC_2.2.5"); \
+	FSAIO__VERSIONED type px_##name args
 
 static int fail(int e)
 {
@@ -314,25 +316,31 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 	return 0;
 }
 
-PX_API SYMVER("lio_listio@@GLIBC_2.34") SYMVER("lio_listio@GLIBC_2.4")
+FSAIO__SYMVER(px_lio_listio, "lio_listio@@GLIBC_2.34");
+FSAIO__SYMVER(px_lio_listio, "lio_listio@GLIBC_2.4");
+FSAIO__VERSIONED
 int px_lio_listio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
 {
 	return lio(mode, list, nent, sig);
 }
 
-PX_API SYMVER("lio_listio64@@GLIBC_2.34") SYMVER("lio_listio64@GLIBC_2.4")
+FSAIO__SYMVER(px_lio_listio64, "lio_listio64@@GLIBC_2.34");
+FSAIO__SYMVER(px_lio_listio64, "lio_listio64@GLIBC_2.4");
+FSAIO__VERSIONED
 int px_lio_listio64(int mode, struct aiocb64 *const list[], int nent, struct sigevent *sig)
 {
 	return lio(mode, (struct aiocb *const *)list, nent, sig);
 }
 
-PX_API SYMVER("lio_listio@GLIBC_2.2.5")
+FSAIO__SYMVER(px_lio_listio_old, "lio_listio@GLIBC_2.2.5");
+FSAIO__VERSIONED
 int px_lio_listio_old(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
 {
 	return lio(mode, list, nent, sig);
 }
 
-PX_API SYMVER("lio_listio64@GLIBC_2.2.5")
+FSAIO__SYMVER(px_lio_listio64_old, "lio_listio64@GLIBC_2.2.5");
+FSAIO__VERSIONED
 int px_lio_listio64_old(int mode, struct aiocb64 *const list[], int nent, struct sigevent *sig)
 {
 	return lio(mode, (struct aiocb *const *)list, nent, sig);

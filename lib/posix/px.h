@@ -39,8 +39,6 @@
 
 #include "fsaio.h"
 
-#define PX_API __attribute__((visibility("default")))
-
 /* glibc's struct aiocb on x86-64, field by field: the drop-in reads the
  * program's control blocks and writes the two status fields. */
 #define PX_OFF(f, o) _Static_assert(offsetof(struct aiocb, f) == (o) && \
