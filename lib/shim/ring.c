@@ -58,10 +58,13 @@ static struct shim_slot *slot_pop(struct shim_ctx *c)
 		c->free = s->next_free;
 		return s;
 	}
-	/* Slots never handed out stay untouched, so a large context costs
-	 * only the memory it uses. */
-	if (c->used <= c->capacity)
-		return &c->slots[c->used++];
+	/* Slots never handed out stay untouched (io_setup does not write
+	 * them), so a context costs only the memory it uses. */
+	if (c->used <= c->capacity) {
+		s = &c->slots[c->used++];
+		s->resfd = -1;
+		return s;
+	}
 	return NULL;
 }
 
