@@ -375,7 +375,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	int64_t tmo, deadline;
 	long got = 0;
 	int efd = -1;
-	bool polled = false;
+	bool polled = false, harvested = false;
 	/* A destination outside the user address range is NULL's case: the
 	 * kernel's copy_to_user faults once it has an event to copy. */
 	bool events_ok = events && shim__user_ptr_ok(events, sizeof(*events));
@@ -408,8 +408,19 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 		}
 		if (events_ok)
 			got += reap_locked(c, nr - got, events + got);
-		if (got >= min_nr)
+		if (got >= min_nr) {
+			/* With room for more, take what the engine's ring holds
+			 * now, in this thread, without waiting: a program that
+			 * polls (min_nr 0) or asks for few reaps its own
+			 * completions rather than have the engine's thread
+			 * bring them. */
+			if (got < nr && events_ok && !harvested && efd < 0) {
+				harvested = true;
+				if (fsaio__drive(c->engine, &c->seq, seen, 0) == 0)
+					continue;
+			}
 			break;
+		}
 		if (atomic_load(&c->dead)) {
 			if (!got)
 				got = -EINVAL;
