@@ -79,7 +79,9 @@ struct fsaio_ctx {
 	/* uring.c: NULL, then a creation marker, then the ring, each by CAS;
 	 * the ring itself is immutable until destroy (see uring.c). */
 	_Atomic(struct fsaio__uring *) uring;
-	struct fsaio__ra *ra;   /* readahead.c: immutable after create; its own locks */
+	/* readahead.c: NULL until the first read needs it, then set once by CAS
+	 * (release; read with acquire) and kept until destroy; its own locks */
+	struct fsaio__ra *_Atomic ra;
 };
 
 /* fork.c: whether ctx belongs to this process (not a forked parent's) */

@@ -12,7 +12,10 @@
  *
  * The thread steps back while callers drive: it gives up owner when a
  * driver arrives (the driver kicks it out of io_uring_enter with a NOP) and
- * parks for STEP_BACK_NS at a time while drive_seq keeps moving. Anyone
+ * parks for STEP_BACK_NS at a time while drive_seq keeps moving. A caller
+ * that only polls (no time to wait for the owner) moves drive_seq and
+ * kicks it too, so a program that polls reaps in its own thread from its
+ * next poll on, instead of through the thread for as long as it polls. Anyone
  * who waits for the ring without driving (needs > 0: a sleeper of the
  * completion queue, an eventfd or a cancel) wakes it, and it does not
  * step back while they wait. So completions arrive whether or not a
@@ -219,7 +222,7 @@ void *fsaio__ring_thread(void *arg)
 
 			harvest(u, false);
 			if (atomic_load(&u->stop) ? !atomic_load(&u->inflight) :
-			    atomic_load(&u->ctx->ring_needs) <= 0 && atomic_load(&u->drivers))
+			    step_back(u, seen_drive))
 				break;
 			/* Idle with files held: look again after a while. */
 			if (idle_dirty(u) && u->ext_arg) {
@@ -233,6 +236,7 @@ void *fsaio__ring_thread(void *arg)
 			}
 		}
 		release_owner(u);
+		atomic_store(&u->back_asked, false);
 		seen_drive = atomic_load(&u->drive_seq);
 	}
 	return NULL;
@@ -331,6 +335,14 @@ static int drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t s
 		 * stays for a waiter: sleep the caller's own way. */
 		if (was == OWN_CALLER || !deadline || atomic_load(&ctx->ring_needs) > 0 ||
 		    atomic_load(&u->stop)) {
+			/* A poll cannot wait for the thread to leave: it asks,
+			 * and a later poll finds the ring free. */
+			if (was == OWN_THREAD && !deadline && atomic_load(&ctx->ring_needs) <= 0 &&
+			    !atomic_load(&u->stop)) {
+				atomic_fetch_add(&u->drive_seq, 1);
+				if (!atomic_exchange(&u->back_asked, true))
+					kick(u);
+			}
 			ret = -EAGAIN;
 			goto out;
 		}

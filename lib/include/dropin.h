@@ -57,8 +57,9 @@ void fsaio__uring_kick(fsaio_ctx_t *ctx);
 void fsaio__set_deliver(fsaio_ctx_t *ctx,
 			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n));
 
-/* Submit one request, as fsaio__submit_lazy (1 or -errno), a read the
- * page cache holds by the shortest way: attempted and posted at once. */
+/* A read the page cache holds, by the shortest way: attempted and its
+ * event posted at once (1). 0: not taken (not such a read, or a miss):
+ * submit it with fsaio__submit_lazy, in the batch of its call. */
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r);
 
 #endif /* FSAIO_DROPIN_H */
