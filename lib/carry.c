@@ -6,7 +6,10 @@
  * done or -EAGAIN; a buffered read miss goes to the io_uring ring or the
  * worker pool as miss_backend (FSAIO_BACKEND) says; everything else that
  * would block goes to the pool, bound to its file first (fsaio__bind), or
- * is run here when no descriptor is left for that. Also the work and the
+ * is run here when no descriptor is left for that. A read miss for the
+ * pool of up to STARTED_MAX has its disk reads started here first
+ * (fsaio__ra_start) and is queued as started: a few workers finish such
+ * misses oldest first, none is parked per miss. Also the work and the
  * hand-off the executors are given (ctx.c wires them): they know nothing
  * of methods or of the completion queue.
  */

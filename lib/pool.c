@@ -16,6 +16,15 @@
  * prefetches) wait in a second FIFO and are run before requests; they are
  * hints, so stop drops them.
  *
+ * Started reads (fsaio__pool_queue_started: their disk reads are under way,
+ * exec_ STARTED while the pool holds them) share the FIFO but not its wake
+ * rule: a worker is woken or started for one only while fewer than
+ * pool.waiters (one per CPU, at most WAITERS_CAP) run started reads or are
+ * on their way to the FIFO; the others are taken in order by those, each
+ * sleeping in the page cache's wait for the oldest while the rest arrive.
+ * Other requests still get a worker each, so a blocked pipe read or sync
+ * never holds up the started reads.
+ *
  * Invariants, under pool.lock: a request is in the FIFO iff its state is
  * QUEUED; a worker moves it to RUNNING when it takes it, after which cancel
  * answers -EBUSY. Stop (destroy) cancels every QUEUED request through the

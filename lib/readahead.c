@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * DESIGN: the engine's own readahead, upfront and for streams. Every
- * readahead(2) call is made by a pool worker as a side job (pool.c), never
- * by the submitter: it allocates pages and may sleep on a full queue.
+ * DESIGN: the engine's own readahead: a miss's own reads started, upfront
+ * and for streams. Prefetch (upfront, streams) is made by a pool worker
+ * as a side job (pool.c), never by the submitter: it allocates pages and
+ * may sleep on a full queue. The one exception is fsaio__ra_start: a read
+ * miss bound for the pool has exactly its own range started by the
+ * submitter (readahead(2), which the kernel serves as POSIX_FADV_WILLNEED),
+ * so a worker only waits for it; not counted as prefetch.
  *
  * Upfront: a NOWAIT miss already starts the kernel's readahead of exactly
  * the missed range, so those requests are skipped (HINT_KERNEL_RA). For
