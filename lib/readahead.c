@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * DESIGN: the engine's own readahead, upfront and for streams. Every
- * readahead(2) call is made by a pool worker as a side job (pool.c), never
- * by the submitter: it allocates pages and may sleep on a full queue.
+ * DESIGN: the engine's own readahead: a miss's own reads started, upfront
+ * and for streams. Prefetch (upfront, streams) is made by a pool worker
+ * as a side job (pool.c), never by the submitter: it allocates pages and
+ * may sleep on a full queue. The one exception is fsaio__ra_start: a read
+ * miss bound for the pool has exactly its own range started by the
+ * submitter (readahead(2), which the kernel serves as POSIX_FADV_WILLNEED),
+ * so a worker only waits for it; not counted as prefetch.
  *
  * Upfront: a NOWAIT miss already starts the kernel's readahead of exactly
  * the missed range, so those requests are skipped (HINT_KERNEL_RA). For
@@ -162,19 +166,23 @@ uint64_t fsaio__ra_limit(int fd)
 }
 
 /* readahead(2) in limit-sized calls (the kernel cuts a larger one to the
- * file's ra_pages silently); POSIX_FADV_WILLNEED where readahead is refused. */
-static void do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len,
+ * file's ra_pages silently); POSIX_FADV_WILLNEED where readahead is refused.
+ * Counted as prefetch unless ctx is NULL (a miss's own range). Whether all
+ * of it was asked for. */
+static bool do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len,
 			 uint64_t limit)
 {
 	int saved = errno;
 
 	if (!limit)
-		return;     /* read_ahead_kb 0: the admin wants none */
+		return false;     /* read_ahead_kb 0: the admin wants none */
 	while (len) {
 		uint64_t n = len < limit ? len : limit;
 
-		FSAIO__INC(ctx, ra_calls, 1);
-		FSAIO__INC(ctx, ra_bytes, n);
+		if (ctx) {
+			FSAIO__INC(ctx, ra_calls, 1);
+			FSAIO__INC(ctx, ra_bytes, n);
+		}
 		if (readahead(fd, (off_t)off, (size_t)n) < 0 &&
 		    (errno != EINVAL || posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED)))
 			break;
@@ -182,6 +190,7 @@ static void do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t l
 		len -= n;
 	}
 	errno = saved;
+	return !len;
 }
 
 /* ---- streams ---- */
@@ -448,6 +457,18 @@ void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	pthread_mutex_unlock(&ra->up_lock);
 	if (queue)
 		fsaio__pool_job(ctx, &ra->up_job);
+}
+
+bool fsaio__ra_start(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	uint64_t total = fsaio__total(r);
+
+	if (ctx->ra->off || fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= total)
+		return false;
+	if (r->hints_ & FSAIO__HINT_KERNEL_RA)
+		return true;
+	return do_readahead(NULL, r->fd, (uint64_t)r->offset + r->done_, total - r->done_,
+			    fsaio__ra_limit(r->fd));
 }
 
 int fsaio__ra_init(struct fsaio_ctx *ctx)

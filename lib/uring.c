@@ -27,7 +27,8 @@
  * Unavailable io_uring (io_uring_disabled = 2, or ENOSYS/EPERM/EACCES from
  * setup) is found once per process; every later context uses the pool.
  * Who carries a buffered miss: miss_backend (FSAIO_BACKEND) THREADS the
- * pool, URING the ring, AUTO reads up to 1 MiB to the ring, the rest to the pool.
+ * pool, URING the ring, AUTO reads under 16 KiB or over 64 KiB up to 1 MiB to the
+ * ring, the rest to the pool (carry.c).
  * O_DIRECT goes to the ring unless the backend is THREADS. The measurements
  * behind these choices are in docs/design-notes.md.
  */
