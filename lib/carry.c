@@ -79,24 +79,24 @@ void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__ba
 /* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
  * per inode); read misses below STARTED_MIN to the ring, where a small miss
  * costs a third to a half of the CPU of a parked thread; from STARTED_MIN
- * to AUTO_STARTED_MAX to the pool with their reads started up front
- * (fsaio__ra_start), which measured nearer the device than io_uring's
- * buffered path at about its CPU per I/O; larger ones up to AUTO_RING_MAX
- * to the ring again (not measured against started reads yet), the rest to
+ * to STARTED_MAX to the pool with their reads started up front, which
+ * measured nearer the device than io_uring's buffered path at about its CPU
+ * per I/O; larger ones up to AUTO_RING_MAX to the ring again, the rest to
  * the pool (docs/design-notes.md). */
 #define STARTED_MIN (16u * 1024)
-#define AUTO_STARTED_MAX (64u * 1024)
 #define AUTO_RING_MAX (1024u * 1024)
-/* The largest miss whose reads the submitter starts: a larger one would
- * keep it allocating pages for long; a worker carries it whole. */
-#define STARTED_MAX (1024u * 1024)
+/* The largest miss whose reads the submitter starts (fsaio__ra_start), on
+ * any backend: the sizes measured. A larger one would keep the submitter
+ * allocating pages and waiting for the device queue; a worker carries it
+ * whole, as any blocking request. */
+#define STARTED_MAX (64u * 1024)
 
 static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 {
 	uint64_t left = fsaio__total(r) - r->done_;
 
 	return !fsaio__is_write(r) && (left < STARTED_MIN ||
-	       (left > AUTO_STARTED_MAX && left <= AUTO_RING_MAX)) && fsaio__uring_usable(ctx);
+	       (left > STARTED_MAX && left <= AUTO_RING_MAX)) && fsaio__uring_usable(ctx);
 }
 
 bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
