@@ -8,6 +8,7 @@
 #
 #   bench/syscall/passthrough.sh [-b BUILDDIR] [-n ROUNDS] [-i ITERATIONS]
 set -eu
+. "$(dirname "$0")/median.sh"
 build=build
 rounds=11
 iters=2000000
@@ -46,16 +47,11 @@ while [ $i -lt "$rounds" ]; do
 	i=$((i + 1))
 done
 
-median() { # TEST VARIANT FIELD
-	awk -v t="$1" -v v="$2" -v f="$3" '$1 == t && $2 == v { for (i = 3; i < NF; i++) if ($i == f) print $(i + 1) }' "$out" |
-		sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
-
 echo "$rounds rounds of $iters calls each, median ns per call (thread CPU time; wall time)"
 printf '%-8s %10s %10s %7s   %10s %10s %7s\n' call plain drop-in ratio plain drop-in ratio
 for t in getpid futex; do
-	pc=$(median $t plain cpu_ns_per_call); dc=$(median $t dropin cpu_ns_per_call)
-	pw=$(median $t plain wall_ns_per_call); dw=$(median $t dropin wall_ns_per_call)
+	pc=$(median "$out" cpu_ns_per_call "$t plain"); dc=$(median "$out" cpu_ns_per_call "$t dropin")
+	pw=$(median "$out" wall_ns_per_call "$t plain"); dw=$(median "$out" wall_ns_per_call "$t dropin")
 	awk -v t=$t -v pc="$pc" -v dc="$dc" -v pw="$pw" -v dw="$dw" \
 		'BEGIN { printf "%-8s %10.1f %10.1f %7.3f   %10.1f %10.1f %7.3f\n", t, pc, dc, dc / pc, pw, dw, dw / pw }'
 done

@@ -173,6 +173,13 @@ _Static_assert(SYS_io_setup == 206 && SYS_io_pgetevents == 333, "x86_64's number
  * (the caller's stack slot may not be an argument at all, so it is not
  * handed to C code that may write it); any other is glibc's sequence.
  */
+/* A branch target when the build marks the library for CET's IBT. */
+#if defined(__CET__) && (__CET__ & 1)
+#define SHIM_ENDBR "	endbr64\n"
+#else
+#define SHIM_ENDBR ""
+#endif
+
 __asm__(
 	"	.text\n"
 	"	.globl syscall\n"
@@ -180,6 +187,7 @@ __asm__(
 	"	.p2align 4\n"
 	"syscall:\n"
 	"	.cfi_startproc\n"
+	SHIM_ENDBR
 	"	leaq -206(%rdi), %rax\n"
 	"	cmpq $4, %rax\n"
 	"	jbe 2f\n"
