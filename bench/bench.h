@@ -99,7 +99,7 @@ int bench_pa_reap(void *state, unsigned min, unsigned max, struct bench_slot **d
 void bench_pa_teardown(void *state);
 
 extern const struct bench_method bench_m_fsaio, bench_m_fsaio_shim;
-extern const struct bench_method bench_m_fsaio_direct, bench_m_fsaio_nora;
+extern const struct bench_method bench_m_fsaio_direct, bench_m_fsaio_nora, bench_m_fsaio_pool;
 extern const struct bench_method bench_m_kaio_buffered, bench_m_kaio_direct;
 extern const struct bench_method bench_m_uring_buffered, bench_m_uring_direct;
 extern const struct bench_method bench_m_posix_aio, bench_m_pread, bench_m_threads;

@@ -184,5 +184,7 @@ void bench_iso_time(time_t t, char *buf, size_t n);
 
 /* ---- plot.c ---- */
 int bench_plot(const struct bench_report *rp, const char *png);
+/* Whether gnuplot is on PATH, checked before a run that asks for a plot. */
+bool bench_plot_available(void);
 
 #endif /* FSAIO_BENCH_DRIVER_H */

@@ -7,7 +7,10 @@
  *
  * Two variants, run only when named (the streams preset runs both):
  * "fsaio-direct" on O_DIRECT fds (the engine's io_uring path), and
- * "fsaio-nora" with FSAIO_CTX_NO_READAHEAD (no stream detector).
+ * "fsaio-nora" with FSAIO_CTX_NO_READAHEAD (no stream detector). And
+ * "fsaio-pool", part of "all": the engine with FSAIO_BACKEND_THREADS, its
+ * worker pool carrying every miss (where io_uring is refused), so its
+ * figures sit beside threads, posix-aio and the io_uring methods.
  */
 #include "bench.h"
 
@@ -44,10 +47,12 @@ static void f_teardown(void *state)
 	free(s);
 }
 
-static int setup(const struct bench_job *job, bool direct, uint32_t flags, void **out)
+static int setup(const struct bench_job *job, bool direct, uint32_t flags, uint32_t backend,
+		 void **out)
 {
 	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
-	struct fsaio_params p = { .queue_depth = job->depth, .workers = job->workers, .flags = flags };
+	struct fsaio_params p = { .queue_depth = job->depth, .workers = job->workers, .flags = flags,
+				  .miss_backend = backend };
 	if (!s)
 		return -ENOMEM;
 	s->nfiles = job->nfiles;
@@ -78,17 +83,22 @@ static int setup(const struct bench_job *job, bool direct, uint32_t flags, void 
 
 static int f_setup(const struct bench_job *job, void **out)
 {
-	return setup(job, false, 0, out);
+	return setup(job, false, 0, FSAIO_BACKEND_AUTO, out);
 }
 
 static int fd_setup(const struct bench_job *job, void **out)
 {
-	return setup(job, true, 0, out);
+	return setup(job, true, 0, FSAIO_BACKEND_AUTO, out);
 }
 
 static int fn_setup(const struct bench_job *job, void **out)
 {
-	return setup(job, false, FSAIO_CTX_NO_READAHEAD, out);
+	return setup(job, false, FSAIO_CTX_NO_READAHEAD, FSAIO_BACKEND_AUTO, out);
+}
+
+static int fp_setup(const struct bench_job *job, void **out)
+{
+	return setup(job, false, 0, FSAIO_BACKEND_THREADS, out);
 }
 
 static int f_submit(void *state, struct bench_slot **v, unsigned n)
@@ -180,6 +190,17 @@ const struct bench_method bench_m_fsaio_nora = {
 	.extra = true,
 	.probe = f_probe,
 	.setup = fn_setup,
+	.submit = f_submit,
+	.reap = f_reap,
+	.engine_stats = f_stats,
+	.teardown = f_teardown,
+};
+
+const struct bench_method bench_m_fsaio_pool = {
+	.name = "fsaio-pool",
+	.what = "libfsaio native API, buffered, miss_backend = threads: the worker pool carries misses",
+	.probe = f_probe,
+	.setup = fp_setup,
 	.submit = f_submit,
 	.reap = f_reap,
 	.engine_stats = f_stats,

@@ -49,6 +49,9 @@ static const char *find(const struct bench_job *job, char *buf, size_t n)
 				return buf;
 		}
 	}
+	/* Installed: by its soname, which the runtime package holds. */
+	if (access(FSAIO_BENCH_POSIX_INSTALLED, R_OK) == 0)
+		return FSAIO_BENCH_POSIX_INSTALLED;
 	return NULL;
 }
 

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,46 +217,50 @@ static unsigned split(char *s, char **out, unsigned max, const char *opt)
 	return n;
 }
 
-void bench_size_str(uint64_t v, char *buf, size_t n)
-{
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	unsigned i = 0;
-	double d = (double)v;
-	while (d >= 1024 && i < 4) {
-		d /= 1024;
-		i++;
-	}
-	if (d == floor(d))
-		snprintf(buf, n, "%.0f %s", d, u[i]);
-	else
-		snprintf(buf, n, "%.2f %s", d, u[i]);
-}
-
-/* 4k, 16k, 1m: how sizes are written in the tables. */
-static void bs_str(uint32_t v, char *buf, size_t n)
-{
-	if (v % (1u << 20) == 0)
-		snprintf(buf, n, "%um", v >> 20);
-	else if (v % 1024 == 0)
-		snprintf(buf, n, "%uk", v >> 10);
-	else
-		snprintf(buf, n, "%u", v);
-}
-
-void bench_case_label(const struct bench_case *c, char *buf, size_t n)
-{
-	char bs[16], cache[16];
-	bs_str(c->bs, bs, sizeof(bs));
-	if (c->cache == CACHE_MIX)
-		snprintf(cache, sizeof(cache), "mix:%u", c->hot_pct);
-	else
-		snprintf(cache, sizeof(cache), "%s", c->cache == CACHE_COLD ? "cold" : "hot");
-	snprintf(buf, n, "%s %s %s %s depth %u", cache, c->pattern == PAT_RAND ? "rand" : "seq",
-		 c->rw == RW_READ ? "read" : c->rw == RW_WRITE ? "write" : "mix70/30", bs, c->depth);
-}
-
 /* Where the shim is: --shim, $FSAIO_SHIM, beside libfsaio.so relative to
  * this program (build tree or install), or the configured install path. */
+/* Whether an output file can be written where --opt names it, checked
+ * without creating it: a writable file, or a new name in a writable
+ * directory. Refused with one line otherwise. */
+static void check_output(const char *opt, const char *path)
+{
+	struct stat st;
+	if (!path)
+		return;
+	if (!*path)
+		bad("%s: an empty file name", opt);
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			bad("%s %s: %s", opt, path, strerror(EISDIR));
+		if (access(path, W_OK) != 0)
+			bad("%s %s: %s", opt, path, strerror(errno));
+		return;
+	}
+	if (errno != ENOENT)
+		bad("%s %s: %s", opt, path, strerror(errno));
+	char *dir = strdup(path);
+	if (!dir)
+		bad("out of memory");
+	char *slash = strrchr(dir, '/');
+	const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+	if (stat(d, &st) != 0)
+		bad("%s %s: %s", opt, path, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		bad("%s %s: %s", opt, path, strerror(ENOTDIR));
+	if (access(d, W_OK | X_OK) != 0)
+		bad("%s %s: %s", opt, path, strerror(errno));
+	free(dir);
+}
+
+/* Whether two output names are one file (by name, or an existing file by inode). */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (!strcmp(a, b))
+		return true;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static const char *find_shim(const char *opt)
 {
 	static char buf[PATH_MAX + 64];
@@ -604,6 +609,17 @@ int main(int argc, char **argv)
 		mode = workload_opt ? "custom" : "quick";
 	if (s.bytes && have_runtime)
 		bad("--runtime and --bytes do not combine: choose one limit");
+
+	/* Every output is checked before the run, which may take minutes. */
+	check_output("--csv", csv);
+	check_output("--json", json);
+	check_output("--plot", plot);
+	if ((csv && json && same_file(csv, json)) || (csv && plot && same_file(csv, plot)))
+		bad("--csv %s: also given as another output", csv);
+	if (json && plot && same_file(json, plot))
+		bad("--json %s: also given as --plot", json);
+	if (plot && !bench_plot_available())
+		bad("--plot %s: gnuplot not found (Debian: apt-get install gnuplot-nox)", plot);
 
 	/* ---- the cases ---- */
 	struct bench_case cases[3 * MAXLIST * MAXLIST];

@@ -13,6 +13,7 @@
 
 const struct bench_method *const bench_methods[] = {
 	&bench_m_fsaio,
+	&bench_m_fsaio_pool,
 	&bench_m_fsaio_shim,
 	&bench_m_kaio_direct,
 	&bench_m_kaio_buffered,

@@ -6,8 +6,8 @@
  * MiB/s against size, log-log, one line per method); a panel with a single
  * size is a bar chart instead, one bar per method, as a line needs two
  * points. Each workload gets its own panel in one PNG. The data goes inline as gnuplot datablocks on a
- * pipe, so no temporary files are left behind. Without gnuplot the plot is
- * skipped with a message and the run still succeeds: the table has the data.
+ * pipe, so no temporary files are left behind. Without gnuplot a --plot is
+ * refused before the run starts (bench_plot_available).
  */
 #include "driver.h"
 
@@ -145,15 +145,15 @@ static void line_panel(FILE *g, const struct bench_report *rp, const unsigned *p
 	fprintf(g, "\n");
 }
 
+bool bench_plot_available(void)
+{
+	return in_path("gnuplot");
+}
+
 int bench_plot(const struct bench_report *rp, const char *png)
 {
 	unsigned panel_of[256], npanels = 0, first[256], sizes[256];
 
-	if (!in_path("gnuplot")) {
-		fprintf(stderr, "fsaio-bench: gnuplot not found, so no plot was written to %s "
-			"(apt-get install gnuplot-nox); the table above has the figures\n", png);
-		return 0;
-	}
 	for (unsigned c = 0; c < rp->ncases && c < 256; c++) {
 		unsigned p;
 		for (p = 0; p < npanels; p++)

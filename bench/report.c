@@ -430,17 +430,54 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 
 /* ---- JSON ---- */
 
-static void json_str(FILE *f, const char *s)
+/* The length of the UTF-8 sequence starting at s (1 to 4), or 0 where s
+ * holds no well-formed one: a stray continuation byte, an overlong form,
+ * a surrogate, a code point past U+10FFFF, or a sequence cut short. */
+static unsigned utf8_len(const unsigned char *s)
 {
+	unsigned n, cp;
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1fu;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0fu;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07u;
+	else
+		return 0;
+	for (unsigned i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3fu);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* A JSON string of s, which may be any bytes (a path need not be UTF-8):
+ * well-formed UTF-8 is copied, control characters and every byte that is
+ * not part of well-formed UTF-8 are written as \u00XX, the byte's value. */
+static void json_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
 	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
+	while (*s) {
+		unsigned n = utf8_len(s);
+		if (*s == '"' || *s == '\\') {
+			fprintf(f, "\\%c", *s);
+		} else if (n == 1 && *s >= 0x20 && *s != 0x7f) {
+			fputc(*s, f);
+		} else if (n > 1) {
+			fwrite(s, 1, n, f);
+			s += n;
+			continue;
+		} else {
+			fprintf(f, "\\u%04x", *s);
+		}
+		s++;
 	}
 	fputc('"', f);
 }

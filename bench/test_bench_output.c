@@ -4,9 +4,11 @@
  * the build tree must write a CSV and a JSON (schema 2) that parse and hold
  * every method of --list, each either measured (with numbers, cost included)
  * or marked unavailable; each preset runs under its own name; --help and
- * --version answer on stdout with status 0; bad arguments and tmpfs are
- * refused with one line and status 2, an output that cannot be written gives
- * 1; the scratch file is gone after a run (also one ended by SIGTERM) unless
+ * --version answer on stdout with status 0; bad arguments, tmpfs, an
+ * output path that cannot be written and a --plot without gnuplot are
+ * refused before the run with one line and status 2; an output that fails
+ * at the end gives 1; the JSON is valid whatever bytes a path holds; the
+ * scratch file is gone after a run (also one ended by SIGTERM) unless
  * --keep, and a file that was there before is never removed. Nothing here
  * looks at how fast anything was: figures vary, formats must not.
  *
@@ -19,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <iconv.h>
 #include <linux/magic.h>
 #include <math.h>
 #include <signal.h>
@@ -730,15 +733,148 @@ Test(bench_output, bad_arguments_exit_2)
 	cr_assert(!exists(dir, "fsaio-bench.0.dat"), "a refused run created a file");
 }
 
-/* An output that cannot be written fails the run: status 1. */
+/* Runs fsaio-bench with args, which must be refused before the run starts:
+ * status 2, nothing on stdout (the run's header comes first), one line on
+ * stderr starting with want, and no scratch file made in dir. */
+static void refused_before_run(const char *const *args, const char *dir, const char *want)
+{
+	char out[4200], err[4200];
+	snprintf(out, sizeof(out), "%s/refused.out", dir);
+	snprintf(err, sizeof(err), "%s/refused.err", dir);
+	int rc = run_bench2(args, out, err);
+	char *o = slurp(out), *e = slurp(err);
+	cr_assert_eq(rc, 2, "%s: exited %d, want 2 (stderr: %s)", want, rc, e);
+	cr_assert_eq(o[0], 0, "%s: the run started: %s", want, o);
+	cr_assert(!strncmp(e, want, strlen(want)), "stderr '%s' does not start with '%s'", e, want);
+	char *nl = strchr(e, '\n');
+	cr_assert(nl && nl[1] == 0, "%s: not exactly one line: %s", want, e);
+	cr_assert(!exists(dir, "fsaio-bench.0.dat"), "%s: a refused run created its scratch file", want);
+	free(o);
+	free(e);
+}
+
+/* Every output path is checked before the run: a missing directory, a
+ * directory, a file where a directory should be, one file named twice. */
+Test(bench_output, bad_output_paths_refused_before_the_run, .timeout = 60)
+{
+	char dir[4096], missing[4200], file[4200], notdir[4300], same[4200], want[4400];
+	own_dir("outputs", dir, sizeof(dir));
+	snprintf(missing, sizeof(missing), "%s/no-such-dir/out.csv", dir);
+	snprintf(file, sizeof(file), "%s/a-file", dir);
+	snprintf(notdir, sizeof(notdir), "%s/out.png", file);
+	snprintf(same, sizeof(same), "%s/same.out", dir);
+	for (const char *p = file; p; p = p == file ? same : NULL) {
+		FILE *f = fopen(p, "w");
+		cr_assert(f, "cannot create %s", p);
+		fclose(f);
+	}
+	static const char *const base[] = { "--size", "4m", "--runtime", "0.05", "--ramp", "0",
+					    "--reps", "1", "--methods", "pread", "--dir" };
+	const struct {
+		const char *opt, *path, *opt2, *says;
+	} cases[] = {
+		{ "--csv", missing, NULL, "No such file or directory" },
+		{ "--json", dir, NULL, "Is a directory" },
+		{ "--plot", notdir, NULL, "Not a directory" },
+		{ "--csv", "", NULL, "an empty file name" },
+		{ "--csv", same, "--json", "also given" },
+	};
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[20];
+		unsigned n = 0;
+		for (unsigned k = 0; k < sizeof(base) / sizeof(base[0]); k++)
+			args[n++] = base[k];
+		args[n++] = dir;
+		args[n++] = cases[i].opt;
+		args[n++] = cases[i].path;
+		if (cases[i].opt2) {
+			args[n++] = cases[i].opt2;
+			args[n++] = cases[i].path;
+		}
+		args[n] = NULL;
+		if (*cases[i].path)
+			snprintf(want, sizeof(want), "fsaio-bench: %s %s: %s", cases[i].opt, cases[i].path,
+				 cases[i].says);
+		else
+			snprintf(want, sizeof(want), "fsaio-bench: %s: %s", cases[i].opt, cases[i].says);
+		refused_before_run(args, dir, want);
+	}
+}
+
+/* --plot without gnuplot on PATH: refused before the run, status 2. */
+Test(bench_output, plot_without_gnuplot_refused, .timeout = 60)
+{
+	char dir[4096], empty[4200], png[4200], want[4400];
+	own_dir("noplot", dir, sizeof(dir));
+	snprintf(empty, sizeof(empty), "%s/empty-path", dir);
+	mkdir(empty, 0755);
+	snprintf(png, sizeof(png), "%s/out.png", dir);
+	const char *args[] = { "--size", "4m", "--runtime", "0.05", "--ramp", "0", "--reps", "1",
+			       "--methods", "pread", "--dir", dir, "--plot", png, NULL };
+	/* This test's own process: PATH changes for it and the program it starts. */
+	cr_assert_eq(setenv("PATH", empty, 1), 0);
+	snprintf(want, sizeof(want), "fsaio-bench: --plot %s: gnuplot not found", png);
+	refused_before_run(args, dir, want);
+	cr_assert(!exists(dir, "out.png"), "a plot was written without gnuplot");
+}
+
+/* Whether the n bytes at s are well-formed UTF-8 (glibc's converter
+ * refuses anything else with EILSEQ). */
+static bool is_utf8(const char *s, size_t n)
+{
+	iconv_t cd = iconv_open("UTF-8", "UTF-8");
+	cr_assert(cd != (iconv_t)-1);
+	char buf[4096];
+	char *in = (char *)s;
+	bool ok = true;
+	while (n && ok) {
+		char *o = buf;
+		size_t room = sizeof(buf);
+		if (iconv(cd, &in, &n, &o, &room) == (size_t)-1 && errno != E2BIG)
+			ok = false;
+	}
+	iconv_close(cd);
+	return ok;
+}
+
+/* A --dir whose name is not UTF-8 and holds a control character: the JSON
+ * stays valid UTF-8 and valid JSON, the bytes written as \u00XX. */
+Test(bench_output, json_escapes_any_path, .timeout = 60)
+{
+	char dir[4096], odd[4096], json[4200], log[4200];
+	own_dir("json-bytes", dir, sizeof(dir));
+	own_dir("json-bytes/bad-\xff\xfe-\x01-\xc3\xa9", odd, sizeof(odd));
+	snprintf(json, sizeof(json), "%s/out.json", dir);
+	snprintf(log, sizeof(log), "%s/json.log", dir);
+	unlink(json);
+	const char *args[] = { "--size", "4m", "--runtime", "0.05", "--ramp", "0", "--reps", "1",
+			       "--methods", "pread", "--dir", odd, "--json", json, NULL };
+	int rc = run_bench(args, log);
+	cr_assert_eq(rc, 0, "fsaio-bench exited %d (see %s)", rc, log);
+	char *text;
+	struct jv root;
+	parse_json(json, &text, &root);
+	cr_assert(is_utf8(text, strlen(text)), "%s is not UTF-8", json);
+	const struct jv *set = jget(&root, "settings");
+	cr_assert(set && set->t == J_OBJ, "%s: no settings", json);
+	jstr(set, "dir", json);
+	cr_assert(strstr(text, "bad-\\u00ff\\u00fe-\\u0001-\xc3\xa9\""),
+		  "%s: the directory's bytes are not escaped as \\u00XX (UTF-8 kept)", json);
+	jfree(&root);
+	free(text);
+	cr_assert(!exists(odd, "fsaio-bench.0.dat"), "the scratch file is still there");
+	rmdir(odd);
+}
+
+/* An output that passed the check but cannot be written at the end fails
+ * the run: status 1 (/dev/full takes no bytes). */
 Test(bench_output, unwritable_output_exits_1, .timeout = 60)
 {
-	char dir[4096], log[4200], csv[4200];
+	char dir[4096], log[4200];
 	own_dir("fail", dir, sizeof(dir));
 	snprintf(log, sizeof(log), "%s/fail.log", dir);
-	snprintf(csv, sizeof(csv), "%s/no-such-dir/out.csv", dir);
 	const char *args[] = { "--size", "4m", "--runtime", "0.05", "--ramp", "0", "--reps", "1",
-			       "--methods", "pread", "--dir", dir, "--csv", csv, NULL };
+			       "--methods", "pread", "--dir", dir, "--csv", "/dev/full", NULL };
 	int rc = run_bench(args, log);
 	cr_assert_eq(rc, 1, "a run whose CSV cannot be written exited %d, want 1 (see %s)", rc, log);
 	cr_assert(!exists(dir, "fsaio-bench.0.dat"), "the failed run left its scratch file");

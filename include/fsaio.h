@@ -5,8 +5,10 @@
  * A request is first attempted in the submitting thread without blocking
  * (preadv2 with RWF_NOWAIT, guided by a cachestat(2) residency probe). What
  * completes there is posted at once; what would block is handed, with the
- * part already done removed, to a pool of worker threads that carry it to
- * completion. Every accepted request yields exactly one event.
+ * part already done removed, to the context's io_uring ring (small read
+ * misses) or to its worker threads (the rest, and everything where io_uring
+ * is refused), which carry it to completion. Every accepted request yields
+ * exactly one event.
  *
  * Conventions: every call returns a count, 0, or -errno and leaves errno as
  * the caller had it. An event's res is the number of bytes transferred or
@@ -189,7 +191,8 @@ struct fsaio_stats {
 	uint64_t completed_inline;  /* completed entirely in the submitting thread */
 	uint64_t partial_inline;    /* part done inline, the remainder queued */
 	uint64_t queued;            /* handed to the worker pool */
-	uint64_t retries;           /* blocking calls made by workers on remaining ranges */
+	uint64_t retries;           /* blocking calls made by workers on remaining ranges
+				     * (only by workers: see blocking_inline) */
 	uint64_t bytes_inline;      /* transferred in the submitting thread */
 	uint64_t bytes_worker;      /* transferred by workers */
 	uint64_t pool_queue_len;    /* requests waiting for a worker now */
@@ -209,7 +212,11 @@ struct fsaio_stats {
 	uint64_t ring_reaped_caller; /* io_uring completions taken by a getevents
 				      * caller waiting in the ring itself */
 	uint64_t ring_reaped_thread; /* ... by the ring's completion thread */
-	uint64_t reserved[10];
+	uint64_t blocking_inline;   /* blocking calls made outside the pool, in the thread
+				     * that had the request: writes done in the submit
+				     * call (FSAIO_CTX_INLINE_WRITES), requests no worker
+				     * or descriptor could be had for */
+	uint64_t reserved[9];
 };
 
 /* Create a context; p may be NULL for defaults. 0 or -EINVAL, -EFAULT, -ENOMEM. */
@@ -259,7 +266,12 @@ FSAIO_API int fsaio_version_check(int major, int minor);
  * private part included. Plain assignments, field by field, so the header
  * is C99 and C++ alike; compilers merge them into a few wide stores, where
  * a memset of the whole request became a string instruction with a slow
- * start. */
+ * start. FSAIO_PREP is static inline; libfsaio-ffi.so defines it otherwise
+ * to export each helper as a function, for languages that cannot inline C. */
+#ifndef FSAIO_PREP
+#define FSAIO_PREP static inline
+#endif
+
 static inline void fsaio_prep__(struct fsaio_req *r, int op, int fd, void *buf,
 				uint64_t len, int64_t offset)
 {
@@ -284,37 +296,37 @@ static inline void fsaio_prep__(struct fsaio_req *r, int op, int fd, void *buf,
 	r->exec_ = 0;
 }
 
-static inline void fsaio_prep_pread(struct fsaio_req *r, int fd, void *buf, size_t n, int64_t off)
+FSAIO_PREP void fsaio_prep_pread(struct fsaio_req *r, int fd, void *buf, size_t n, int64_t off)
 {
 	fsaio_prep__(r, FSAIO_OP_PREAD, fd, buf, n, off);
 }
 
-static inline void fsaio_prep_pwrite(struct fsaio_req *r, int fd, const void *buf, size_t n, int64_t off)
+FSAIO_PREP void fsaio_prep_pwrite(struct fsaio_req *r, int fd, const void *buf, size_t n, int64_t off)
 {
 	fsaio_prep__(r, FSAIO_OP_PWRITE, fd, (void *)buf, n, off);
 }
 
-static inline void fsaio_prep_preadv(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
+FSAIO_PREP void fsaio_prep_preadv(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
 {
 	fsaio_prep__(r, FSAIO_OP_PREADV, fd, (void *)iov, (uint64_t)(int64_t)iovcnt, off);
 }
 
-static inline void fsaio_prep_pwritev(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
+FSAIO_PREP void fsaio_prep_pwritev(struct fsaio_req *r, int fd, const struct iovec *iov, int iovcnt, int64_t off)
 {
 	fsaio_prep__(r, FSAIO_OP_PWRITEV, fd, (void *)iov, (uint64_t)(int64_t)iovcnt, off);
 }
 
-static inline void fsaio_prep_fsync(struct fsaio_req *r, int fd)
+FSAIO_PREP void fsaio_prep_fsync(struct fsaio_req *r, int fd)
 {
 	fsaio_prep__(r, FSAIO_OP_FSYNC, fd, NULL, 0, 0);
 }
 
-static inline void fsaio_prep_fdatasync(struct fsaio_req *r, int fd)
+FSAIO_PREP void fsaio_prep_fdatasync(struct fsaio_req *r, int fd)
 {
 	fsaio_prep__(r, FSAIO_OP_FDSYNC, fd, NULL, 0, 0);
 }
 
-static inline void fsaio_prep_poll(struct fsaio_req *r, int fd, short events)
+FSAIO_PREP void fsaio_prep_poll(struct fsaio_req *r, int fd, short events)
 {
 	fsaio_prep__(r, FSAIO_OP_POLL, fd, NULL, (uint64_t)(unsigned short)events, -1);
 }

@@ -6,7 +6,10 @@
  * done or -EAGAIN; a buffered read miss goes to the io_uring ring or the
  * worker pool as miss_backend (FSAIO_BACKEND) says; everything else that
  * would block goes to the pool, bound to its file first (fsaio__bind), or
- * is run here when no descriptor is left for that. Also the work and the
+ * is run here when no descriptor is left for that. A read miss for the
+ * pool of up to STARTED_MAX has its disk reads started here first
+ * (fsaio__ra_start) and is queued as started: a few workers finish such
+ * misses oldest first, none is parked per miss. Also the work and the
  * hand-off the executors are given (ctx.c wires them): they know nothing
  * of methods or of the completion queue.
  */
@@ -42,14 +45,16 @@ uint32_t fsaio__backend_param(uint32_t param)
 void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
 {
 	uint64_t before = r->done_;
-	int64_t res = fsaio__retry_blocking(ctx, r);
+	int64_t res = fsaio__retry_blocking(ctx, r, true);
 
 	FSAIO__INC(ctx, bytes_inline, r->done_ - before);
 	FSAIO__INC(ctx, completed_inline, 1);
 	fsaio__complete(ctx, r, res, b);
 }
 
-void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+/* started: r is a read whose disk reads are under way (fsaio__ra_start). */
+static void handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b,
+		    bool started)
 {
 	if (r->rw_flags & RWF_NOWAIT) {
 		fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
@@ -62,20 +67,36 @@ void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__ba
 	if (r->done_)
 		FSAIO__INC(ctx, partial_inline, 1);
 	/* No worker can be started at all: the submitter carries it. */
-	if (fsaio__pool_queue(ctx, r))
+	if (started ? fsaio__pool_queue_started(ctx, r) : fsaio__pool_queue(ctx, r))
 		fsaio__run_here(ctx, r, b);
 }
 
+void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+{
+	handoff(ctx, r, b, false);
+}
+
 /* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
- * per inode); read misses up to AUTO_RING_MAX to the ring, where a miss
- * costs a third to a half of the CPU of a parked thread and moves as fast
- * or faster; larger ones to the pool (docs/design-notes.md). */
+ * per inode); read misses below STARTED_MIN to the ring, where a small miss
+ * costs a third to a half of the CPU of a parked thread; from STARTED_MIN
+ * to AUTO_STARTED_MAX to the pool with their reads started up front
+ * (fsaio__ra_start), which measured nearer the device than io_uring's
+ * buffered path at about its CPU per I/O; larger ones up to AUTO_RING_MAX
+ * to the ring again (not measured against started reads yet), the rest to
+ * the pool (docs/design-notes.md). */
+#define STARTED_MIN (16u * 1024)
+#define AUTO_STARTED_MAX (64u * 1024)
 #define AUTO_RING_MAX (1024u * 1024)
+/* The largest miss whose reads the submitter starts: a larger one would
+ * keep it allocating pages for long; a worker carries it whole. */
+#define STARTED_MAX (1024u * 1024)
 
 static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 {
-	return !fsaio__is_write(r) && fsaio__total(r) - r->done_ <= AUTO_RING_MAX &&
-	       fsaio__uring_usable(ctx);
+	uint64_t left = fsaio__total(r) - r->done_;
+
+	return !fsaio__is_write(r) && (left < STARTED_MIN ||
+	       (left > AUTO_STARTED_MAX && left <= AUTO_RING_MAX)) && fsaio__uring_usable(ctx);
 }
 
 bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
@@ -88,6 +109,13 @@ bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 	default:
 		return auto_uring(ctx, r);
 	}
+}
+
+/* A read miss for the pool: start its disk reads here, so a worker only
+ * waits for them and a few workers carry any number of misses. */
+static bool start_reads(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	return fsaio__total(r) - r->done_ <= STARTED_MAX && fsaio__ra_start(ctx, r);
 }
 
 void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
@@ -108,15 +136,19 @@ void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 			return;
 		}
 	}
+	if (start_reads(ctx, r)) {
+		handoff(ctx, r, b, true);
+		return;
+	}
 	fsaio__ra_upfront(ctx, r);
-	fsaio__handoff(ctx, r, b);
+	handoff(ctx, r, b, false);
 }
 
 /* The pool's work: carry r's remainder to its end with blocking calls. */
 int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	uint64_t before = r->done_;
-	int64_t res = fsaio__retry_blocking(ctx, r);
+	int64_t res = fsaio__retry_blocking(ctx, r, false);
 
 	FSAIO__INC(ctx, bytes_worker, r->done_ - before);
 	return res;

@@ -28,6 +28,7 @@ struct fsaio__counters {
 	/* getevents.c, cq.c, method_file.c, uring_reap.c */
 	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
 	_Atomic uint64_t ring_reaped_caller, ring_reaped_thread;
+	_Atomic uint64_t blocking_inline;       /* rw.c */
 };
 
 /* What the poller's step returns besides a res. */
@@ -78,7 +79,9 @@ struct fsaio_ctx {
 	/* uring.c: NULL, then a creation marker, then the ring, each by CAS;
 	 * the ring itself is immutable until destroy (see uring.c). */
 	_Atomic(struct fsaio__uring *) uring;
-	struct fsaio__ra *ra;   /* readahead.c: immutable after create; its own locks */
+	/* readahead.c: NULL until the first read needs it, then set once by CAS
+	 * (release; read with acquire) and kept until destroy; its own locks */
+	struct fsaio__ra *_Atomic ra;
 };
 
 /* fork.c: whether ctx belongs to this process (not a forked parent's) */

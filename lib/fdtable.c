@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "ctx.h"
@@ -96,11 +97,28 @@ uint32_t fsaio__anon_no_iter(int fd)
 	return FSAIO__FD_NO_READ_ITER | FSAIO__FD_NO_WRITE_ITER;
 }
 
+/* The memory devices (drivers/char/mem.c: /dev/null, zero, full, random,
+ * urandom, mem, port) make data rather than wait for it: a blocking read
+ * fills its count (or is EOF, /dev/null), while a RWF_NOWAIT one may stop
+ * early when the CPU is wanted elsewhere. /dev/kmsg, on the same major,
+ * returns one record per read. */
+#define MEM_MAJOR 1
+#define KMSG_MINOR 11
+
+static bool reads_fill(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && major(st->st_rdev) == MEM_MAJOR &&
+	       minor(st->st_rdev) != KMSG_MINOR;
+}
+
 static int learn(int fd, struct fsaio__fdinfo *fi)
 {
 	struct stat st;
 	int fl;
 
+	/* Defined on every path: callers read it when -errno is 0, which the
+	 * compiler cannot rule out. */
+	*fi = (struct fsaio__fdinfo){ .flags = 0 };
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	fl = fcntl(fd, F_GETFL);
@@ -125,6 +143,8 @@ static int learn(int fd, struct fsaio__fdinfo *fi)
 		/* No file type at all: an anonymous inode (eventfd, timerfd,
 		 * signalfd, inotify...), pollable like a pipe. */
 		fi->kind = FSAIO__KIND_POLLABLE;
+		if (!reads_fill(&st))
+			fi->flags |= FSAIO__FD_READS_READY;
 		if (S_ISFIFO(st.st_mode))
 			fi->flags |= FSAIO__FD_FIFO;
 		if (S_ISSOCK(st.st_mode))
@@ -175,7 +195,8 @@ int fsaio__fd_fit(struct fsaio_req *r, struct fsaio__fdinfo fi)
 			return -EINVAL;
 	}
 	r->method_ = fi.kind;
-	r->run_fd_ = (uint32_t)r->fd | (seekable ? 0 : FSAIO__RUN_STREAM);
+	r->run_fd_ = (uint32_t)r->fd | (seekable ? 0 : FSAIO__RUN_STREAM) |
+		     ((fi.flags & FSAIO__FD_READS_READY) ? FSAIO__RUN_READY : 0);
 	return 0;
 }
 

@@ -34,6 +34,10 @@ enum {
 	FSAIO__FD_PATH = 1u << 16,      /* opened O_PATH: no I/O of any kind */
 	/* 1u << 17, 1u << 18: FSAIO__FD_NO_READ_ITER, _NO_WRITE_ITER (fdfacts.h) */
 	FSAIO__FD_ANON = 1u << 19,      /* an anonymous inode (eventfd, timerfd, signalfd, ...) */
+	/* A blocking read returns what is ready, which may be less than asked
+	 * (pipe, socket, tty, anonymous inode, a device that waits for data):
+	 * a short count is its answer (fsaio__short_is_final). */
+	FSAIO__FD_READS_READY = 1u << 20,
 	/* Reads missed in a row since the last hit, saturating (a hint). */
 	FSAIO__FD_MISS_ONE = 1u << 12,
 	FSAIO__FD_MISS_MASK = 7u << 12,

@@ -5,8 +5,9 @@
  * In the submitter: go as far as the page cache allows without blocking,
  * preadv2/pwritev2 with RWF_NOWAIT, round again on a short count (the rest
  * may be cached too, or be EOF). A full result completes at once; EAGAIN or
- * a partial one hands the remainder to the pool (fsaio__handoff), like the
- * 2004 patchset's -EIOCBRETRY, with req->done_ as its bytes_done.
+ * a partial one hands the remainder on (fsaio__handoff, carry.c: io_uring
+ * or the pool), like the 2004 patchset's -EIOCBRETRY, with req->done_ as
+ * its bytes_done.
  *
  * The residency probe (probe.c) runs before the attempt when a miss would
  * be dear: always for large requests, and for small ones after the last
@@ -25,6 +26,8 @@
  * raw system calls, which are not cancellation points.
  */
 #include <errno.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,12 +52,19 @@
  * better on workers (docs/design-notes.md). */
 #define INLINE_WRITE_MAX (64 * 1024)
 
+/* Whether r's position is at or past the end of its file: st_size for a
+ * regular file, the device's size for a block device (whose st_size is 0). */
 static bool at_eof(const struct fsaio_req *r)
 {
 	struct stat st;
+	uint64_t size;
 
-	return fstat(r->fd, &st) == 0 &&
-	       (uint64_t)r->offset + r->done_ >= (uint64_t)st.st_size;
+	if (fstat(r->fd, &st) < 0)
+		return false;
+	size = (uint64_t)st.st_size;
+	if (S_ISBLK(st.st_mode) && ioctl(r->fd, BLKGETSIZE64, &size) < 0)
+		return false;
+	return (uint64_t)r->offset + r->done_ >= size;
 }
 
 /* EBADF or ESPIPE before any progress: the fd number may now name another
@@ -231,9 +241,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		return 0;
 	}
 	if (write && (ctx->flags & FSAIO_CTX_INLINE_WRITES) && !(r->rw_flags & RWF_NOWAIT)) {
-		/* The submitter's own calls: not a worker's retries. */
-		uint64_t calls = 0;
-		int64_t res = fsaio__rw_blocking(r, &calls);
+		int64_t res = fsaio__rw_blocking(ctx, r, true);
 
 		FSAIO__INC(ctx, bytes_inline, r->done_);
 		FSAIO__INC(ctx, completed_inline, 1);

@@ -18,8 +18,10 @@
  * poller once ready.
  *
  * Completion follows read(2) and write(2) (fsaio.h: FSAIO_REQ_FULL): a read
- * completes with what is there once a byte arrived, a write when all of it
- * is written; EOF and errors with the bytes done, else -errno (-EPIPE;
+ * of a file that reads what is ready completes with what is there once a
+ * byte arrived, a read of a memory device (/dev/zero, /dev/urandom) with
+ * its full count, whose RWF_NOWAIT calls may stop early under CPU
+ * pressure (fsaio__short_is_final), a write when all of it is written; EOF and errors with the bytes done, else -errno (-EPIPE;
  * SIGPIPE only from the submitting thread); the caller's RWF_NOWAIT makes
  * one attempt; offsets are ignored; FSAIO_OP_POLL gives poll(2)'s revents
  * (-EPERM when the fd is not ready and epoll cannot watch it). A submitter
@@ -139,7 +141,7 @@ static int64_t step(struct fsaio_ctx *ctx, struct fsaio_req *r, bool poller,
 		    struct iovec *tmp, int cap)
 {
 	uint64_t total = fsaio__total(r);
-	bool full = fsaio__is_write(r) || (r->flags & FSAIO_REQ_FULL);
+	bool full = !fsaio__short_is_final(r);
 
 	for (;;) {
 		ssize_t n = nb_call(ctx, r, poller, tmp, cap);

@@ -83,7 +83,7 @@ void fsaio__poller_init(struct fsaio__poller *pl)
 /* The descriptor r runs on: the entry's while parked, else the caller's. */
 static void run_on(struct fsaio_req *r, int fd)
 {
-	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_STREAM) | (uint32_t)fd;
+	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_HOW) | (uint32_t)fd;
 }
 
 static void push(struct fsaio__pfd *p, int d, struct fsaio_req *r)

@@ -16,6 +16,15 @@
  * prefetches) wait in a second FIFO and are run before requests; they are
  * hints, so stop drops them.
  *
+ * Started reads (fsaio__pool_queue_started: their disk reads are under way,
+ * exec_ STARTED while the pool holds them) share the FIFO but not its wake
+ * rule: a worker is woken or started for one only while fewer than
+ * pool.waiters (one per CPU, at most WAITERS_CAP) run started reads or are
+ * on their way to the FIFO; the others are taken in order by those, each
+ * sleeping in the page cache's wait for the oldest while the rest arrive.
+ * Other requests still get a worker each, so a blocked pipe read or sync
+ * never holds up the started reads.
+ *
  * Invariants, under pool.lock: a request is in the FIFO iff its state is
  * QUEUED; a worker moves it to RUNNING when it takes it, after which cancel
  * answers -EBUSY. Stop (destroy) cancels every QUEUED request through the
@@ -27,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ctx.h"
 #include "pool.h"
@@ -36,6 +46,20 @@
 /* How long a worker waits for work before it retires (glibc's POSIX AIO
  * threads wait one second too). */
 #define IDLE_RETIRE_NS 1000000000LL
+/* exec_ of a queued or running request: its reads were started up front. */
+#define STARTED 1u
+/* Workers woken or started for started reads, at most: they sleep in the
+ * page cache's wait for the oldest while the rest arrive, and wake only to
+ * copy, so no more are woken than CPUs can copy at once. */
+#define WAITERS_CAP 4u
+
+static unsigned waiters(unsigned max)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = cpus < 1 ? 1 : cpus > WAITERS_CAP ? WAITERS_CAP : (unsigned)cpus;
+
+	return n < max ? n : max;
+}
 
 int fsaio__pool_init(struct fsaio__pool *p, unsigned max)
 {
@@ -45,6 +69,7 @@ int fsaio__pool_init(struct fsaio__pool *p, unsigned max)
 	if (!p->workers)
 		return -ENOMEM;
 	p->max = max;
+	p->waiters = waiters(max);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -118,7 +143,10 @@ static void *worker(void *arg)
 	struct fsaio_req *r;
 
 	pthread_mutex_lock(&p->lock);
+	p->starting--;
 	for (;;) {
+		bool started;
+
 		if (idle_wait(p)) {
 			p->nthreads--;
 			w->live = false;
@@ -145,11 +173,14 @@ static void *worker(void *arg)
 		r = p->head;
 		fifo_unlink(p, r);
 		fsaio__state_set(r, FSAIO__RUNNING);
+		started = r->exec_ == STARTED;
 		p->running++;
+		p->waiting += started;
 		pthread_mutex_unlock(&p->lock);
 		ctx->ops->done(ctx, r, ctx->ops->run(ctx, r), NULL);
 		pthread_mutex_lock(&p->lock);
 		p->running--;
+		p->waiting -= started;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -185,17 +216,19 @@ static int spawn(struct fsaio_ctx *ctx)
 	pthread_setname_np(w->tid, name);
 	w->live = true;
 	p->nthreads++;
+	p->starting++;
 	return 0;
 }
 
 /* Hand a request to the pool: 0. It cannot fail once a worker exists; when
  * none can be started at all, -errno and r is the caller's still. */
-int fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
+static int queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool started)
 {
 	struct fsaio__pool *p = &ctx->pool;
 	int err = 0;
 
 	pthread_mutex_lock(&p->lock);
+	r->exec_ = started ? STARTED : 0;
 	r->next_ = NULL;
 	r->prev_ = p->tail;
 	if (p->tail)
@@ -205,7 +238,12 @@ int fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	p->tail = r;
 	p->queued++;
 	fsaio__state_set(r, FSAIO__QUEUED);
-	if (p->idle > p->signalled) {
+	/* A started read needs no worker of its own while enough are on their
+	 * way to the FIFO: one running a started read takes the next. The
+	 * first request always gets a thread. */
+	if (started && p->nthreads && p->waiting + p->signalled + p->starting >= p->waiters) {
+		/* enough on their way */
+	} else if (p->idle > p->signalled) {
 		p->signalled++;
 		pthread_cond_signal(&p->work);
 	} else if (p->nthreads < p->max) {
@@ -221,6 +259,16 @@ int fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	if (!err)
 		FSAIO__INC(ctx, queued, 1);
 	return err;
+}
+
+int fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	return queue(ctx, r, false);
+}
+
+int fsaio__pool_queue_started(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	return queue(ctx, r, true);
 }
 
 void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *j)

@@ -35,6 +35,9 @@ struct fsaio__pool {
 	unsigned idle;          /* lock: threads waiting on work */
 	unsigned signalled;     /* lock: wake-ups sent and not yet taken */
 	unsigned running;       /* lock: requests being run by a worker */
+	unsigned starting;      /* lock: threads started, not yet at the FIFO */
+	unsigned waiting;       /* lock: started reads being run by a worker */
+	unsigned waiters;       /* immutable after create: cap on waking for those */
 	unsigned max;           /* immutable after create */
 	bool stopping;          /* lock */
 	struct fsaio__worker *workers; /* [max] */
@@ -42,6 +45,10 @@ struct fsaio__pool {
 
 int fsaio__pool_init(struct fsaio__pool *p, unsigned max);
 int fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *req);
+/* The same for a read whose disk reads are started already: a worker only
+ * waits for them, so no more than pool.waiters are woken or started for
+ * such requests; the FIFO order is kept, the oldest is finished first. */
+int fsaio__pool_queue_started(struct fsaio_ctx *ctx, struct fsaio_req *req);
 /* Queue a side job unless it is queued already; dropped by pool_stop. */
 void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *job);
 int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *req);

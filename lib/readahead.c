@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * DESIGN: the engine's own readahead, upfront and for streams. Every
- * readahead(2) call is made by a pool worker as a side job (pool.c), never
- * by the submitter: it allocates pages and may sleep on a full queue.
+ * DESIGN: the engine's own readahead: a miss's own reads started, upfront
+ * and for streams. Prefetch (upfront, streams) is made by a pool worker
+ * as a side job (pool.c), never by the submitter: it allocates pages and
+ * may sleep on a full queue. The one exception is fsaio__ra_start: a read
+ * miss bound for the pool has exactly its own range started by the
+ * submitter (readahead(2), which the kernel serves as POSIX_FADV_WILLNEED),
+ * so a worker only waits for it; not counted as prefetch.
  *
  * Upfront: a NOWAIT miss already starts the kernel's readahead of exactly
  * the missed range, so those requests are skipped (HINT_KERNEL_RA). For
@@ -23,6 +27,10 @@
  * for the fd, SEQUENTIAL opens the window at the first read. Prefetch is a
  * hint: it follows the fd number, and on a number reused meanwhile it
  * reads ahead in the wrong file or fails with EBADF, never more.
+ *
+ * The table (10 KiB) is made at a context's first buffered read, not at
+ * its creation: a context that never reads one (O_DIRECT only, or none at
+ * all) never pays for it. Without memory for it, there is no readahead.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -158,19 +166,23 @@ uint64_t fsaio__ra_limit(int fd)
 }
 
 /* readahead(2) in limit-sized calls (the kernel cuts a larger one to the
- * file's ra_pages silently); POSIX_FADV_WILLNEED where readahead is refused. */
-static void do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len,
+ * file's ra_pages silently); POSIX_FADV_WILLNEED where readahead is refused.
+ * Counted as prefetch unless ctx is NULL (a miss's own range). Whether all
+ * of it was asked for. */
+static bool do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len,
 			 uint64_t limit)
 {
 	int saved = errno;
 
 	if (!limit)
-		return;     /* read_ahead_kb 0: the admin wants none */
+		return false;     /* read_ahead_kb 0: the admin wants none */
 	while (len) {
 		uint64_t n = len < limit ? len : limit;
 
-		FSAIO__INC(ctx, ra_calls, 1);
-		FSAIO__INC(ctx, ra_bytes, n);
+		if (ctx) {
+			FSAIO__INC(ctx, ra_calls, 1);
+			FSAIO__INC(ctx, ra_bytes, n);
+		}
 		if (readahead(fd, (off_t)off, (size_t)n) < 0 &&
 		    (errno != EINVAL || posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED)))
 			break;
@@ -178,6 +190,7 @@ static void do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t l
 		len -= n;
 	}
 	errno = saved;
+	return !len;
 }
 
 /* ---- streams ---- */
@@ -238,16 +251,56 @@ static bool away(uint64_t next, uint64_t off, uint64_t len)
 	return off > next + len || off + SEQ_BACK * len < next;
 }
 
+static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j);
+
+/* The context's table, made by the first caller (ra_make, a CAS); NULL
+ * when there is no memory for it. */
+static struct fsaio__ra *ra_make(struct fsaio_ctx *ctx)
+{
+	struct fsaio__ra *ra = calloc(1, sizeof(*ra)), *was = NULL;
+	const char *e = getenv("FSAIO_READAHEAD");
+
+	if (!ra)
+		return NULL;
+	pthread_mutex_init(&ra->up_lock, NULL);
+	ra->up_job.fn = up_job;
+	ra->off = (ctx->flags & FSAIO_CTX_NO_READAHEAD) || (e && !strcmp(e, "0"));
+	for (unsigned i = 0; i < RA_SLOTS; i++) {
+		pthread_mutex_init(&ra->s[i].lock, NULL);
+		ra->s[i].fd = -1;
+		ra->s[i].job.fn = stream_job;
+	}
+	if (atomic_compare_exchange_strong_explicit(&ctx->ra, &was, ra, memory_order_acq_rel,
+						    memory_order_acquire))
+		return ra;
+	free(ra);
+	return was;
+}
+
+static struct fsaio__ra *ra_get(struct fsaio_ctx *ctx)
+{
+	struct fsaio__ra *ra = atomic_load_explicit(&ctx->ra, memory_order_acquire);
+
+	return ra ? ra : ra_make(ctx);
+}
+
+/* The table of a context where a stream was seen (HINT_SEQ) or an upfront
+ * job queued: made already. */
+static struct fsaio__ra *ra_of(struct fsaio_ctx *ctx)
+{
+	return atomic_load_explicit(&ctx->ra, memory_order_acquire);
+}
+
 void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi)
 {
-	struct fsaio__ra *ra = ctx->ra;
+	struct fsaio__ra *ra;
 	uint64_t off = (uint64_t)r->offset, len = fsaio__total(r);
 	struct stream *s;
 	bool queue = false;
 	unsigned seq;
 
 	r->hints_ = 0;
-	if (ra->off || (fi.flags & FSAIO__FD_ADV_RANDOM) || !len)
+	if ((fi.flags & FSAIO__FD_ADV_RANDOM) || !len || !(ra = ra_get(ctx)) || ra->off)
 		return;
 	s = &ra->s[(unsigned)r->fd % RA_SLOTS];
 	/* The random reads' case, without the lock: only the end moves. */
@@ -294,7 +347,7 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
  * pays. Called before r is handed on. */
 void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
-	struct stream *s = &ctx->ra->s[(unsigned)r->fd % RA_SLOTS];
+	struct stream *s = &ra_of(ctx)->s[(unsigned)r->fd % RA_SLOTS];
 	uint64_t len = fsaio__total(r), ahead;
 	bool queue = false, window, warm;
 
@@ -352,7 +405,7 @@ void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	if (!(r->hints_ & FSAIO__HINT_SEQ))
 		return;
 	FSAIO__INC(ctx, stream_hits, 1);
-	s = &ctx->ra->s[(unsigned)r->fd % RA_SLOTS];
+	s = &ra_of(ctx)->s[(unsigned)r->fd % RA_SLOTS];
 	pthread_mutex_lock(&s->lock);
 	/* Only a window that exists grows: a stream the kernel keeps ahead
 	 * of by itself never gets one. */
@@ -365,7 +418,7 @@ void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r)
 
 static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
 {
-	struct fsaio__ra *ra = ctx->ra;
+	struct fsaio__ra *ra = ra_of(ctx);
 	struct up_range batch[UP_SLOTS];
 	unsigned n;
 
@@ -387,12 +440,13 @@ static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
  * (see the DESIGN comment for why and the numbers). */
 void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
-	struct fsaio__ra *ra = ctx->ra;
+	struct fsaio__ra *ra;
 	uint64_t total = fsaio__total(r);
 	bool queue = false;
 
-	if (ra->off || (r->hints_ & FSAIO__HINT_KERNEL_RA) || fsaio__is_write(r) ||
-	    !fsaio__is_rw(r) || r->done_ >= total || fsaio__pool_busy(ctx) < ctx->pool.max)
+	if ((r->hints_ & FSAIO__HINT_KERNEL_RA) || fsaio__is_write(r) || !fsaio__is_rw(r) ||
+	    r->done_ >= total || fsaio__pool_busy(ctx) < ctx->pool.max || !(ra = ra_get(ctx)) ||
+	    ra->off)
 		return;
 	pthread_mutex_lock(&ra->up_lock);
 	if (ra->up_n < UP_SLOTS) {
@@ -405,22 +459,21 @@ void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		fsaio__pool_job(ctx, &ra->up_job);
 }
 
+bool fsaio__ra_start(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	uint64_t total = fsaio__total(r);
+
+	if (ctx->ra->off || fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= total)
+		return false;
+	if (r->hints_ & FSAIO__HINT_KERNEL_RA)
+		return true;
+	return do_readahead(NULL, r->fd, (uint64_t)r->offset + r->done_, total - r->done_,
+			    fsaio__ra_limit(r->fd));
+}
+
 int fsaio__ra_init(struct fsaio_ctx *ctx)
 {
-	struct fsaio__ra *ra = calloc(1, sizeof(*ra));
-	const char *e = getenv("FSAIO_READAHEAD");
-
-	if (!ra)
-		return -ENOMEM;
-	pthread_mutex_init(&ra->up_lock, NULL);
-	ra->up_job.fn = up_job;
-	ra->off = (ctx->flags & FSAIO_CTX_NO_READAHEAD) || (e && !strcmp(e, "0"));
-	for (unsigned i = 0; i < RA_SLOTS; i++) {
-		pthread_mutex_init(&ra->s[i].lock, NULL);
-		ra->s[i].fd = -1;
-		ra->s[i].job.fn = stream_job;
-	}
-	ctx->ra = ra;
+	atomic_init(&ctx->ra, NULL);
 	return 0;
 }
 
@@ -428,8 +481,8 @@ int fsaio__ra_init(struct fsaio_ctx *ctx)
  * held by a thread that does not exist there. */
 void fsaio__ra_fini(struct fsaio_ctx *ctx)
 {
-	free(ctx->ra);
-	ctx->ra = NULL;
+	free(atomic_load_explicit(&ctx->ra, memory_order_acquire));
+	atomic_store_explicit(&ctx->ra, NULL, memory_order_relaxed);
 }
 
 static int fadvise_body(fsaio_ctx_t *ctx, int fd, int advice)

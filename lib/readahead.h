@@ -17,6 +17,9 @@ void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r);
 /* A missed read the kernel has not seen waits for a busy pool: have a
  * worker start its readahead (in the submitter: records and queues). */
 void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* A read miss about to be handed on: start the disk reads of its whole
+ * remainder now, in the caller. Whether they are under way. */
+bool fsaio__ra_start(struct fsaio_ctx *ctx, struct fsaio_req *r);
 /* The readahead limit (bytes) of the device holding fd's file. */
 uint64_t fsaio__ra_limit(int fd);
 

@@ -98,9 +98,26 @@ static inline int64_t fsaio__file_revents(const struct fsaio_req *r)
  */
 #define FSAIO__RUN_STREAM (1ull << 32)   /* no file position to honour (pipes, sockets) */
 #define FSAIO__RUN_BOUND (1ull << 33)    /* the low bits are the engine's own duplicate */
+#define FSAIO__RUN_READY (1ull << 34)    /* its file's reads return what is ready (FSAIO__FD_READS_READY) */
+/* What fsaio__fd_fit decided of the request, kept when its descriptor changes. */
+#define FSAIO__RUN_HOW (FSAIO__RUN_STREAM | FSAIO__RUN_READY)
 static inline bool fsaio__is_stream(const struct fsaio_req *r)
 {
 	return r->run_fd_ & FSAIO__RUN_STREAM;
+}
+/*
+ * The short-read rule: a request's result is what one blocking call on its
+ * file would return. A read of a file whose blocking read(2) returns what is
+ * ready (pipe, socket, tty, eventfd...: FSAIO__FD_READS_READY) ends with the
+ * first call that moves bytes, unless the caller asked for FSAIO_REQ_FULL.
+ * Everywhere else (regular files, block devices, /dev/zero and the other
+ * memory devices) a short count, a RWF_NOWAIT one above all, is not an
+ * answer: the engine carries on to the full count, EOF or an error.
+ */
+static inline bool fsaio__short_is_final(const struct fsaio_req *r)
+{
+	return (r->run_fd_ & FSAIO__RUN_READY) && !fsaio__is_write(r) &&
+	       !(r->flags & FSAIO_REQ_FULL);
 }
 static inline int fsaio__fd(const struct fsaio_req *r) { return (int)(uint32_t)r->run_fd_; }
 static inline void fsaio__set_stream(struct fsaio_req *r, bool stream)

@@ -67,12 +67,23 @@ ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, in
 	return n < 0 ? -errno : n;
 }
 
-/* A worker's loop over the remaining range: short counts and EINTR go round
- * again until the range is complete, EOF, or an error. On a pipe or socket
- * a read completes with what one call gave, as read(2) does, unless the
- * caller asked for FSAIO_REQ_FULL; an O_NONBLOCK one is waited on with
- * poll(2) rather than failed. */
-int64_t fsaio__rw_blocking(struct fsaio_req *r, uint64_t *calls)
+/* One blocking call made: by a worker (retries), or here, outside the pool
+ * (blocking_inline). */
+static void count_call(struct fsaio_ctx *ctx, bool here)
+{
+	if (here)
+		FSAIO__INC(ctx, blocking_inline, 1);
+	else
+		FSAIO__INC(ctx, retries, 1);
+}
+
+/* A blocking loop over the remaining range, by a worker or (here) outside
+ * the pool: short counts and EINTR go round
+ * again until the range is complete, EOF, or an error. Where a short count
+ * is final (fsaio__short_is_final: a pipe, socket, tty...) a read completes
+ * with what one call gave, as read(2) does; an O_NONBLOCK stream is waited
+ * on with poll(2) rather than failed. */
+int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here)
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
 	uint64_t total = fsaio__total(r);
@@ -82,7 +93,7 @@ int64_t fsaio__rw_blocking(struct fsaio_req *r, uint64_t *calls)
 	while (r->done_ < total) {
 		ssize_t n = fsaio__rw_once(r, tmp, FSAIO__IOV_MAX, flags);
 
-		(*calls)++;
+		count_call(ctx, here);
 		if (n == -EINTR)
 			continue;
 		if (n == -EAGAIN && stream) {
@@ -96,7 +107,7 @@ int64_t fsaio__rw_blocking(struct fsaio_req *r, uint64_t *calls)
 		if (n == 0)
 			break;
 		r->done_ += (uint64_t)n;
-		if (stream && !fsaio__is_write(r) && !(r->flags & FSAIO_REQ_FULL))
+		if (fsaio__short_is_final(r))
 			break;
 	}
 	return (int64_t)r->done_;
@@ -111,7 +122,7 @@ int fsaio__bind(struct fsaio_req *r)
 	fd = fcntl(fsaio__fd(r), F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_STREAM) | FSAIO__RUN_BOUND | (uint32_t)fd;
+	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_HOW) | FSAIO__RUN_BOUND | (uint32_t)fd;
 	return 0;
 }
 
@@ -119,26 +130,26 @@ void fsaio__unbind(struct fsaio_req *r)
 {
 	if (r->run_fd_ & FSAIO__RUN_BOUND)
 		close(fsaio__fd(r));
-	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_STREAM) | (uint32_t)r->fd;
+	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_HOW) | (uint32_t)r->fd;
 }
 
-static int64_t sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r)
+static int64_t sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here)
 {
 	int ret;
 
-	FSAIO__INC(ctx, retries, 1);
+	count_call(ctx, here);
 	ret = r->opcode == FSAIO_OP_FSYNC ? fsync(fsaio__fd(r)) : fdatasync(fsaio__fd(r));
 	return ret < 0 ? -errno : 0;
 }
 
 /* FSAIO_OP_POLL on a worker: wait for the events with poll(2). */
-static int64_t poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
+static int64_t poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here)
 {
 	struct pollfd pfd = { fsaio__fd(r), (short)r->len, 0 };
 	int n;
 
 	do {
-		FSAIO__INC(ctx, retries, 1);
+		count_call(ctx, here);
 		n = poll(&pfd, 1, -1);
 	} while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : (int64_t)(unsigned short)pfd.revents;
@@ -146,17 +157,12 @@ static int64_t poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
 
 /* Every method's retry on a worker: what reaches the pool is run there with
  * ordinary blocking calls, whatever the kind of file. */
-int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r)
+int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here)
 {
-	uint64_t calls = 0;
-	int64_t res;
-
 	if (r->opcode == FSAIO_OP_FSYNC || r->opcode == FSAIO_OP_FDSYNC)
-		return sync_retry(ctx, r);
+		return sync_retry(ctx, r, here);
 	if (r->opcode == FSAIO_OP_POLL)
-		return poll_blocking(ctx, r);
-	res = fsaio__rw_blocking(r, &calls);
-	FSAIO__INC(ctx, retries, calls);
-	return res;
+		return poll_blocking(ctx, r, here);
+	return fsaio__rw_blocking(ctx, r, here);
 }
 

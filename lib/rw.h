@@ -14,12 +14,12 @@ int fsaio__iov_rest(const struct fsaio_req *r, struct iovec *tmp, int cap,
 /* One preadv2/pwritev2 of the remainder; returns bytes or -errno. */
 ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, int flags);
 /* Blocking: run the remainder to completion, EOF or error; returns the event
- * res and adds the system calls it made to *calls (the caller decides whether
- * they are a worker's retries). */
-int64_t fsaio__rw_blocking(struct fsaio_req *r, uint64_t *calls);
+ * res. here: called outside the worker pool (counted as blocking_inline,
+ * not as a worker's retries). */
+int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here);
 /* Whatever the kind of file, with ordinary blocking calls: fsync/fdatasync,
  * poll(2), or fsaio__rw_blocking. */
-int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r);
+int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here);
 /* Bind r to its file before it leaves the submitter: 0, or -errno (no
  * descriptor left) and r is unchanged. Idempotent. */
 int fsaio__bind(struct fsaio_req *r);

@@ -46,6 +46,7 @@ FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
 	st->straight_to_ring = LOAD(straight_to_ring);
 	st->ring_reaped_caller = LOAD(ring_reaped_caller);
 	st->ring_reaped_thread = LOAD(ring_reaped_thread);
+	st->blocking_inline = LOAD(blocking_inline);
 	st->pool_queue_len = fsaio__pool_snapshot(ctx, &threads);
 	st->pool_threads = threads;
 	return 0;

@@ -176,10 +176,12 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 			break;
 		}
 		ret = validate(ctx, r, &fi);
-		if (ret)
-			break;
-		if (!reserve(ctx)) {
+		if (!ret && !reserve(ctx))
 			ret = -EAGAIN;
+		if (ret) {
+			/* Refused: an attempt fsaio__submit_one made is not
+			 * this request's when its slot is used again. */
+			r->hints_ &= ~(uint64_t)(FSAIO__HINT_ENTERED | FSAIO__HINT_TRIED);
 			break;
 		}
 		r->ctx_ = ctx;
@@ -221,32 +223,31 @@ int fsaio__submit_lazy(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
  * The drop-in's way in for one request (dropin.h). A plain read that the
  * file method may attempt at once is attempted here, and a full one is
  * posted from here, without the batch and the dispatch that submit_body
- * takes it through. Everything else, a miss included, goes through
- * submit_body.
+ * takes it through: 1. Anything else, a miss included, is not taken (0):
+ * the caller submits it with the rest of its call, so that one call's
+ * misses reach the ring in one io_uring_enter; the attempt's outcome stays
+ * in its hints and is not made again.
  */
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r)
 {
 	struct fsaio__fdinfo fi;
+	struct fsaio_event ev;
+	int saved = errno;
+	int64_t got = 0;
 
 	if (fsaio__ctx_ok(ctx) && r->opcode == FSAIO_OP_PREAD && !r->flags && !r->rw_flags &&
 	    r->len && !validate(ctx, r, &fi) && fi.kind == FSAIO__KIND_FILE &&
 	    !(fi.flags & FSAIO__FD_PATH)) {
-		int saved = errno;
-		int64_t got;
-
 		r->done_ = 0;
 		got = fsaio__file_read_cached(ctx, r, fi);
-		if (got > 0) {
-			struct fsaio_event ev = { .user_data = r->user_data, .req = r, .res = got };
-
-			FSAIO__INC(ctx, requests, 1);
-			fsaio__post(ctx, &ev, 1);
-			errno = saved;
-			return 1;
-		}
-		errno = saved;
 	}
-	return submit_body(ctx, &r, 1, FSAIO__CS_LAZY);
+	errno = saved;
+	if (got <= 0)
+		return 0;
+	ev = (struct fsaio_event){ .user_data = r->user_data, .req = r, .res = got };
+	FSAIO__INC(ctx, requests, 1);
+	fsaio__post(ctx, &ev, 1);
+	return 1;
 }
 
 static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)

@@ -27,7 +27,8 @@
  * Unavailable io_uring (io_uring_disabled = 2, or ENOSYS/EPERM/EACCES from
  * setup) is found once per process; every later context uses the pool.
  * Who carries a buffered miss: miss_backend (FSAIO_BACKEND) THREADS the
- * pool, URING the ring, AUTO reads up to 1 MiB to the ring, the rest to the pool.
+ * pool, URING the ring, AUTO reads under 16 KiB or over 64 KiB up to 1 MiB to the
+ * ring, the rest to the pool (carry.c).
  * O_DIRECT goes to the ring unless the backend is THREADS. The measurements
  * behind these choices are in docs/design-notes.md.
  */
@@ -137,7 +138,8 @@ int fsaio__ring_flush(struct fsaio__uring *u)
  * completion and keeps its file until it is reused or the ring has stayed
  * idle a while (clear_slots). Free slots are a stack, so a ring at depth k
  * uses the lowest k slots and slot_hi bounds what a clear rewrites. Where
- * no table could be registered, r holds a duplicate fd (fsaio__bind).
+ * no table could be registered, or all of a table smaller than the
+ * context's depth are taken, r holds a duplicate fd (fsaio__bind).
  * Under sq_lock, with three SQEs free. 0 or -errno.
  */
 static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_uring_sqe **out)
@@ -150,7 +152,7 @@ static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_urin
 	if (!u->nslots)
 		return fsaio__bind(r);
 	if (!u->nfree)
-		return -EAGAIN;
+		return u->nslots < u->ctx->depth ? fsaio__bind(r) : -EAGAIN;
 	slot = u->free_slots[--u->nfree];
 	if (slot >= u->slot_hi)
 		u->slot_hi = slot + 1;

@@ -12,7 +12,10 @@
  *
  * The thread steps back while callers drive: it gives up owner when a
  * driver arrives (the driver kicks it out of io_uring_enter with a NOP) and
- * parks for STEP_BACK_NS at a time while drive_seq keeps moving. Anyone
+ * parks for STEP_BACK_NS at a time while drive_seq keeps moving. A caller
+ * that only polls (no time to wait for the owner) moves drive_seq and
+ * kicks it too, so a program that polls reaps in its own thread from its
+ * next poll on, instead of through the thread for as long as it polls. Anyone
  * who waits for the ring without driving (needs > 0: a sleeper of the
  * completion queue, an eventfd or a cancel) wakes it, and it does not
  * step back while they wait. So completions arrive whether or not a
@@ -219,7 +222,7 @@ void *fsaio__ring_thread(void *arg)
 
 			harvest(u, false);
 			if (atomic_load(&u->stop) ? !atomic_load(&u->inflight) :
-			    atomic_load(&u->ctx->ring_needs) <= 0 && atomic_load(&u->drivers))
+			    step_back(u, seen_drive))
 				break;
 			/* Idle with files held: look again after a while. */
 			if (idle_dirty(u) && u->ext_arg) {
@@ -233,31 +236,69 @@ void *fsaio__ring_thread(void *arg)
 			}
 		}
 		release_owner(u);
+		atomic_store(&u->back_asked, false);
 		seen_drive = atomic_load(&u->drive_seq);
 	}
 	return NULL;
 }
 
-/* Wait in the ring for a CQE until deadline: 0, -EINTR or -ETIME. */
+/* Wait in the ring for a CQE until deadline: 0, -EINTR or -ETIME. The
+ * arguments are the thread's, not on the stack: a cancellable wait is
+ * unwound without returning (wait_ring_cancellable), and a sanitizer's
+ * marks of dead stack slots would outlive it. */
+static __thread struct io_uring_cqe *wait_cqe;
+static __thread struct __kernel_timespec wait_ts;
+
 static int wait_ring(struct fsaio__uring *u, int64_t deadline)
 {
-	struct io_uring_cqe *cqe;
-	struct __kernel_timespec ts;
+	struct io_uring_cqe **cqe = &wait_cqe;
+	struct __kernel_timespec *ts = &wait_ts;
 	int64_t left;
 
 	if (deadline == INT64_MAX)
-		return io_uring_wait_cqe(&u->ring, &cqe);
+		return io_uring_wait_cqe(&u->ring, cqe);
 	left = deadline - fsaio__mono_ns();
 	if (left <= 0)
 		return -ETIME;
-	ts.tv_sec = left / 1000000000;
-	ts.tv_nsec = left % 1000000000;
-	return io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts);
+	ts->tv_sec = left / 1000000000;
+	ts->tv_nsec = left % 1000000000;
+	return io_uring_wait_cqe_timeout(&u->ring, cqe, ts);
+}
+
+/* The caller's cancellation state and type across a cancellable wait.
+ * Not on the stack: a cancel unwinds the waiting frames without returning. */
+static __thread int caller_cancel_state, caller_cancel_type;
+
+/* A driver cancelled in its wait leaves the ring to the others. */
+static void wait_unwound(void *arg)
+{
+	struct fsaio__uring *u = arg;
+
+	atomic_store(&u->ctx->cq.ring_waiter, false);
+	release_owner(u);
+	atomic_fetch_add(&u->drive_seq, 1);
+	atomic_fetch_sub(&u->drivers, 1);
+}
+
+/* wait_ring as a cancellation point: asynchronous cancellation enabled
+ * around it alone (nothing else runs there), wait_unwound as cleanup. */
+static int wait_ring_cancellable(struct fsaio__uring *u, int64_t deadline)
+{
+	int ret;
+
+	pthread_cleanup_push(wait_unwound, u);
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &caller_cancel_type);
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &caller_cancel_state);
+	ret = wait_ring(u, deadline);
+	pthread_setcancelstate(caller_cancel_state, &caller_cancel_state);
+	pthread_setcanceltype(caller_cancel_type, &caller_cancel_type);
+	pthread_cleanup_pop(0);
+	return ret;
 }
 
 /* Harvest; with nothing harvested or delivered since seen, wait once. */
 static int reap_once(struct fsaio__uring *u, const _Atomic uint32_t *word, uint32_t seen,
-		     int64_t deadline)
+		     int64_t deadline, bool cancellable)
 {
 	struct fsaio__cq *cq = &u->ctx->cq;
 	int ret;
@@ -271,14 +312,14 @@ static int reap_once(struct fsaio__uring *u, const _Atomic uint32_t *word, uint3
 		atomic_store(&cq->ring_waiter, false);
 		return 0;
 	}
-	ret = wait_ring(u, deadline);
+	ret = cancellable ? wait_ring_cancellable(u, deadline) : wait_ring(u, deadline);
 	atomic_store(&cq->ring_waiter, false);
 	harvest(u, true);
 	return ret == -EINTR ? -EINTR : 0;
 }
 
-int fsaio__drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t seen,
-		 int64_t deadline)
+static int drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t seen,
+		 int64_t deadline, bool cancellable)
 {
 	struct fsaio__uring *u = live(ctx);
 	uint32_t was;
@@ -294,6 +335,14 @@ int fsaio__drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t s
 		 * stays for a waiter: sleep the caller's own way. */
 		if (was == OWN_CALLER || !deadline || atomic_load(&ctx->ring_needs) > 0 ||
 		    atomic_load(&u->stop)) {
+			/* A poll cannot wait for the thread to leave: it asks,
+			 * and a later poll finds the ring free. */
+			if (was == OWN_THREAD && !deadline && atomic_load(&ctx->ring_needs) <= 0 &&
+			    !atomic_load(&u->stop)) {
+				atomic_fetch_add(&u->drive_seq, 1);
+				if (!atomic_exchange(&u->back_asked, true))
+					kick(u);
+			}
 			ret = -EAGAIN;
 			goto out;
 		}
@@ -311,12 +360,24 @@ int fsaio__drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t s
 		}
 		ret = 0;
 	}
-	ret = reap_once(u, word, seen, deadline);
+	ret = reap_once(u, word, seen, deadline, cancellable);
 	release_owner(u);
 	atomic_fetch_add(&u->drive_seq, 1);
 out:
 	atomic_fetch_sub(&u->drivers, 1);
 	return ret;
+}
+
+int fsaio__drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t seen,
+		 int64_t deadline)
+{
+	return drive(ctx, word, seen, deadline, false);
+}
+
+int fsaio__drive_cancellable(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t seen,
+			     int64_t deadline)
+{
+	return drive(ctx, word, seen, deadline, true);
 }
 
 void fsaio__drive_need(struct fsaio_ctx *ctx, int delta)

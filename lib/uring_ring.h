@@ -76,6 +76,10 @@ struct fsaio__uring {
 	_Atomic int needs;
 	_Atomic uint32_t park;
 	_Atomic bool parked;
+	/* A polling caller found the thread in the ring and kicked it to step
+	 * back: set by exchange (one kick), cleared by the thread when it
+	 * leaves the ring. */
+	_Atomic bool back_asked;
 	/* owner: slots of requests finished in the current harvest round,
 	 * given back in one round of sq_lock before their events are posted. */
 	uint32_t rel_slots[HARVEST_MAX];

@@ -35,17 +35,24 @@ static bool sysctl_disabled(void)
 }
 
 /* One fixed-file slot per request the context can have in flight; without
- * them (memory, or a kernel without sparse tables) requests hold dups. */
+ * them (memory, or a kernel without sparse tables) requests hold dups. The
+ * kernel refuses a table larger than RLIMIT_NOFILE: a deeper context gets
+ * the largest it allows (halving down to SQ_MAX), and its requests beyond
+ * that many hold dups (bind_slot). */
 static void init_slots(struct fsaio__uring *u, unsigned n)
 {
+	while (io_uring_register_files_sparse(&u->ring, n) != 0)
+		if ((n /= 2) < SQ_MAX)
+			return;
 	u->slot_fd = malloc(n * sizeof(*u->slot_fd));
 	u->free_slots = malloc(n * sizeof(*u->free_slots));
-	if (u->slot_fd && u->free_slots && io_uring_register_files_sparse(&u->ring, n) == 0) {
+	if (u->slot_fd && u->free_slots) {
 		for (unsigned i = 0; i < n; i++)
 			u->free_slots[i] = n - 1 - i;
 		u->nfree = u->nslots = n;
 		return;
 	}
+	(void)io_uring_unregister_files(&u->ring);
 	free(u->slot_fd);
 	free(u->free_slots);
 	u->slot_fd = NULL;

@@ -5,7 +5,8 @@
 # Every function libfsaio.so exports and every fsaio_prep_* helper of
 # fsaio.h has a page in MANDIR, its own or a link to the page that
 # documents it, whose NAME section names it (whatis and apropos read that);
-# every SRCDIR/NAME.SECTION.scd was built (listed in man/meson.build);
+# every SRCDIR/NAME.SECTION.scd was built (listed in man/meson.build), and
+# every section 3 page has an EXAMPLES section;
 # and every page renders without a warning under mandoc -T lint -W warning
 # and under man -l where man is installed. Exit 0 when all hold, 1 when one
 # does not, 77 (skipped) when the pages were not built, or when mandoc is
@@ -46,6 +47,10 @@ echo "$n functions and prep helpers looked up"
 for src in "$srcdir"/*.scd; do
 	page=$(basename "$src" .scd)
 	[ -f "$mandir/$page" ] || bad "$page was not built from $src: is it in man/meson.build?"
+	# A call's or a struct's page shows it used.
+	case $page in
+	*.3) grep -q '^# EXAMPLES$' "$src" || bad "$page has no EXAMPLES section" ;;
+	esac
 done
 
 pages=$(find "$mandir" -maxdepth 1 \( -type f -o -type l \) -name '*.[1-8]' | sort)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * seccomp_deny_uring [--errno=ENOSYS|EPERM] [--membarrier] PROGRAM [ARG...]
+ * seccomp_deny_uring [--errno=ENOSYS|EPERM] [--membarrier|--cachestat] PROGRAM [ARG...]
  *
  * Run PROGRAM with io_uring switched off for real, the way users meet it:
  * a container's seccomp profile (Docker's default answers EPERM), a kernel
@@ -18,6 +18,10 @@
  * With --membarrier it denies membarrier(2) instead, and io_uring not: the
  * drop-in's calls then hold their context the counted way (lib/shim/
  * hazard.c), as under a profile without membarrier.
+ *
+ * With --cachestat it denies cachestat(2) instead (ENOSYS, as a kernel
+ * before 6.5 answers), and io_uring not: the engine's page-cache probe then
+ * falls back to mincore(2) (lib/probe.c).
  *
  * Exit: PROGRAM's status; 1 if the filter could not be installed or did not
  * take; 127 if PROGRAM could not be run.
@@ -65,6 +69,10 @@ static const unsigned uring_calls[] = {
 	__NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
 };
 static const unsigned membarrier_calls[] = { __NR_membarrier };
+/* cachestat(2) is 451 on every architecture; older headers lack the name. */
+static const unsigned cachestat_calls[] = { 451 };
+
+enum deny { DENY_URING, DENY_MEMBARRIER, DENY_CACHESTAT };
 
 /* Deny the n system calls nr[] with err. */
 static int install(int err, const unsigned *nr, unsigned n)
@@ -101,12 +109,22 @@ static int install(int err, const unsigned *nr, unsigned n)
 }
 
 /* The filter must answer a real call of the denied kind with err. */
-static int check(int err, bool membarrier)
+static int check(int err, enum deny what)
 {
 	struct io_uring_params p;
 	long fd;
 
-	if (membarrier) {
+	if (what == DENY_CACHESTAT) {
+		/* Allowed, a bad fd would be EBADF. */
+		errno = 0;
+		if (syscall(451, -1, NULL, NULL, 0) >= 0 || errno != err) {
+			fprintf(stderr, "seccomp_deny_uring: cachestat not denied with %s\n",
+				strerror(err));
+			return -1;
+		}
+		return 0;
+	}
+	if (what == DENY_MEMBARRIER) {
 		errno = 0;
 		if (syscall(__NR_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0) >= 0 ||
 		    errno != err) {
@@ -136,7 +154,9 @@ static int check(int err, bool membarrier)
 int main(int argc, char **argv)
 {
 	int err = ENOSYS, i = 1;
-	bool membarrier = false;
+	enum deny what = DENY_URING;
+	const unsigned *calls = uring_calls;
+	unsigned ncalls = sizeof(uring_calls) / sizeof(uring_calls[0]);
 
 	if (i < argc && strncmp(argv[i], "--errno=", 8) == 0) {
 		if (strcmp(argv[i] + 8, "EPERM") == 0)
@@ -148,19 +168,24 @@ int main(int argc, char **argv)
 		i++;
 	}
 	if (i < argc && strcmp(argv[i], "--membarrier") == 0) {
-		membarrier = true;
+		what = DENY_MEMBARRIER;
+		calls = membarrier_calls;
+		ncalls = 1;
+		i++;
+	} else if (i < argc && strcmp(argv[i], "--cachestat") == 0) {
+		what = DENY_CACHESTAT;
+		calls = cachestat_calls;
+		ncalls = 1;
 		i++;
 	}
 	if (i >= argc) {
-		fprintf(stderr, "usage: seccomp_deny_uring [--errno=ENOSYS|EPERM] [--membarrier] "
-			"PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: seccomp_deny_uring [--errno=ENOSYS|EPERM] "
+			"[--membarrier|--cachestat] PROGRAM [ARG...]\n");
 		return 1;
 	}
-	if (install(err, membarrier ? membarrier_calls : uring_calls,
-		    membarrier ? 1 : sizeof(uring_calls) / sizeof(uring_calls[0])) < 0 ||
-	    check(err, membarrier) < 0)
+	if (install(err, calls, ncalls) < 0 || check(err, what) < 0)
 		return 1;
-	if (!membarrier && setenv("FSAIO_TEST_NO_URING", "1", 1) < 0) {
+	if (what == DENY_URING && setenv("FSAIO_TEST_NO_URING", "1", 1) < 0) {
 		perror("seccomp_deny_uring: setenv");
 		return 1;
 	}

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[PATH_MAX];
@@ -86,4 +89,48 @@ int t_file(size_t size, unsigned seed)
 	char path[PATH_MAX + 32];
 
 	return t_file_path(size, seed, path, sizeof(path));
+}
+
+/* Pages of the first size bytes of fd in the page cache (mincore). */
+static uint64_t resident(int fd, uint64_t size)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t n = (size_t)((size + (uint64_t)pg - 1) / (uint64_t)pg);
+	unsigned char *vec;
+	uint64_t count = 0;
+	void *m;
+
+	if (!size)
+		return 0;
+	m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+	cr_assert_neq(m, MAP_FAILED, "mmap: %s", strerror(errno));
+	vec = calloc(n, 1);
+	cr_assert_not_null(vec);
+	cr_assert_eq(mincore(m, (size_t)size, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		count += vec[i] & 1;
+	free(vec);
+	munmap(m, (size_t)size);
+	return count;
+}
+
+void t_cold(int fd)
+{
+	struct stat st;
+	uint64_t cached = 0;
+
+	cr_assert_eq(fstat(fd, &st), 0);
+	/* DONTNEED leaves pages that are momentarily locked, under writeback
+	 * or in another CPU's LRU batch, as a busy machine's sync(2) and
+	 * reclaim hold them: the round is done again until the file is cold. */
+	for (int i = 0; i < T_COLD_ROUNDS; i++) {
+		cr_assert_eq(fsync(fd), 0);
+		cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		cached = resident(fd, (uint64_t)st.st_size);
+		if (!cached)
+			return;
+		sched_yield();
+	}
+	cr_assert_fail("%llu pages still cached after %d rounds of fsync + POSIX_FADV_DONTNEED",
+		       (unsigned long long)cached, T_COLD_ROUNDS);
 }

@@ -30,4 +30,9 @@ void t_fill(void *buf, size_t len, uint64_t off, unsigned seed);
 /* Assert buf holds the pattern of file offset off. */
 void t_check(const void *buf, size_t len, uint64_t off, unsigned seed);
 
+/* Write back and drop the file's pages from the cache, again until none is
+ * left (at most T_COLD_ROUNDS times); assert it is cold. */
+#define T_COLD_ROUNDS 1000
+void t_cold(int fd);
+
 #endif

@@ -320,3 +320,38 @@ Test(backend, missing_fd_goes_straight_to_ring_and_back_inline_when_hot)
 		     inline_tail, N / 2);
 	t_ctx_destroy(ctx);
 }
+
+/* A read miss for the pool has its disk reads started by the submitter, so
+ * a few workers (one per CPU, at most four) carry any number of them: the
+ * pool never grows past that, and every read ends once, with its data. */
+Test(backend, started_misses_need_few_workers)
+{
+	enum { N = 96, LEN = 4096 };
+	int fd = t_tmpfile(64 * MiB, 176);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t cap = cpus < 1 ? 1 : cpus > 4 ? 4 : (uint64_t)cpus;
+	uint8_t *buf = malloc((size_t)N * LEN);
+	struct fsaio_req req[N], *rp[N];
+	struct fsaio_event ev[N];
+
+	t_make_cold(fd);
+	fsaio_ctx_t *ctx = t_ctx_backend(FSAIO_BACKEND_THREADS);
+	for (unsigned i = 0; i < N; i++) {
+		/* Far apart and out of order: no read is served by another's. */
+		fsaio_prep_pread(&req[i], fd, buf + (size_t)i * LEN, LEN,
+				 (int64_t)((i * 53) % N) * 512 * KiB + 4096);
+		rp[i] = &req[i];
+	}
+	t_submit(ctx, rp, N);
+	t_reap_all(ctx, N, ev, T_EVENT_TIMEOUT_MS);
+	t_match_events(ev, N, rp, N);
+	for (unsigned i = 0; i < N; i++) {
+		cr_assert_eq(ev[i].res, LEN);
+		t_check_pattern(ev[i].req->buf, LEN, (uint64_t)ev[i].req->offset, 176);
+	}
+	struct fsaio_stats st = t_stats(ctx);
+	cr_assert_leq(st.pool_threads, cap, "%llu workers", (unsigned long long)st.pool_threads);
+	cr_assert_eq(st.uring_submissions, 0);
+	t_ctx_destroy(ctx);
+	free(buf);
+}

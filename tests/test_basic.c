@@ -103,7 +103,7 @@ Test(basic, cold_read_goes_to_pool)
  * checked for what it is and the scenario is set up again; the partial path
  * must show up within a few rounds.
  */
-#define HALF_ROUNDS 5
+#define HALF_ROUNDS 20
 
 static void half_cached(uint64_t hot_off, uint64_t hot_len, uint64_t off, size_t len)
 {
@@ -185,7 +185,10 @@ Test(basic, cached_tail_only_goes_to_pool)
 	for (int round = 0; round < HALF_ROUNDS && !pooled; round++) {
 		t_make_cold(fd);
 		t_make_hot(fd, 128 * KiB, 128 * KiB);
-		cr_assert_eq(t_cached_pages(fd, 0, 128 * KiB), 0);
+		/* Nothing of the head may be cached: the round starts again if
+		 * something read it in meanwhile. */
+		if (t_cached_pages(fd, 0, 128 * KiB))
+			continue;
 
 		fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 		memset(buf, 0, len);

@@ -26,6 +26,7 @@ Test(stats, fresh_context_is_zero)
 	cr_assert_eq(st.partial_inline, 0);
 	cr_assert_eq(st.queued, 0);
 	cr_assert_eq(st.retries, 0);
+	cr_assert_eq(st.blocking_inline, 0);
 	cr_assert_eq(st.bytes_inline, 0);
 	cr_assert_eq(st.bytes_worker, 0);
 	cr_assert_eq(st.pool_queue_len, 0);
@@ -34,6 +35,48 @@ Test(stats, fresh_context_is_zero)
 	cr_assert_eq(st.probe_cold, 0);
 	cr_assert_eq(st.cancelled, 0);
 	t_ctx_destroy(ctx);
+}
+
+/* The counters after one write of buf on a fresh pool context of p. */
+static struct fsaio_stats one_write(const struct fsaio_params *p, int fd, const void *buf,
+				    size_t len, int rw_flags)
+{
+	fsaio_ctx_t *ctx = t_pool_ctx(p);
+	struct fsaio_req req;
+	struct fsaio_event ev;
+	struct fsaio_stats st;
+
+	fsaio_prep_pwrite(&req, fd, buf, len, 0);
+	req.rw_flags = rw_flags;
+	t_submit1(ctx, &req);
+	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+	cr_assert_eq(ev.res, (int64_t)len);
+	st = t_stats(ctx);
+	t_ctx_destroy(ctx);
+	return st;
+}
+
+/* A write the submit call makes with a blocking call (FSAIO_CTX_INLINE_WRITES)
+ * is counted as such, never as a worker's retry; one a worker carries (a
+ * RWF_DSYNC write always goes to one) is a retry and nothing else. */
+Test(stats, blocking_calls_counted_by_who_made_them)
+{
+	struct fsaio_params p = { .flags = FSAIO_CTX_INLINE_WRITES };
+	int fd = t_tmpfile(64 * KiB, 9);
+	static uint8_t buf[64 * KiB];
+	struct fsaio_stats st;
+
+	t_fill_pattern(buf, sizeof(buf), 0, 10);
+	st = one_write(&p, fd, buf, sizeof(buf), 0);
+	cr_assert_geq(st.blocking_inline, 1);
+	cr_assert_eq(st.retries, 0, "no worker made a call");
+	cr_assert_eq(st.queued, 0);
+
+	st = one_write(NULL, fd, buf, sizeof(buf), RWF_DSYNC);
+	cr_assert_eq(st.queued, 1);
+	cr_assert_geq(st.retries, 1);
+	cr_assert_eq(st.blocking_inline, 0);
+	t_check_file(fd, 0, sizeof(buf), 10);
 }
 
 /* Hot reads complete in the submitter, every one of them. */

@@ -29,6 +29,14 @@
 int fsaio__drive(fsaio_ctx_t *ctx, const _Atomic uint32_t *word, uint32_t seen,
 		 int64_t deadline);
 
+/* fsaio__drive whose wait in io_uring_enter is a cancellation point, for
+ * callers that are one (the POSIX drop-in's aio_suspend). Called with
+ * cancellation disabled; it is enabled, asynchronous, around that system
+ * call alone, so that a cancel pending or sent then unwinds the caller
+ * from it at once, leaving the ring to the others. */
+int fsaio__drive_cancellable(fsaio_ctx_t *ctx, const _Atomic uint32_t *word, uint32_t seen,
+			     int64_t deadline);
+
 /* A waiter that relies on the completion thread (it sleeps elsewhere, or
  * reads an eventfd) comes (+1) or goes (-1). */
 void fsaio__drive_need(fsaio_ctx_t *ctx, int delta);
@@ -49,8 +57,9 @@ void fsaio__uring_kick(fsaio_ctx_t *ctx);
 void fsaio__set_deliver(fsaio_ctx_t *ctx,
 			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n));
 
-/* Submit one request, as fsaio__submit_lazy (1 or -errno), a read the
- * page cache holds by the shortest way: attempted and posted at once. */
+/* A read the page cache holds, by the shortest way: attempted and its
+ * event posted at once (1). 0: not taken (not such a read, or a miss):
+ * submit it with fsaio__submit_lazy, in the batch of its call. */
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r);
 
 #endif /* FSAIO_DROPIN_H */

@@ -8,9 +8,10 @@
  * lio_listio's GLIBC_2.4 (see lio below). The *64 forms take struct
  * aiocb64, which on x86-64 is struct aiocb (px.h checks it).
  *
- * errno: set on failure as POSIX says; left as it was on success. No
- * entry point but aio_suspend is a cancellation point (submitting runs
- * with cancellation disabled, as the engine's calls do).
+ * errno: set on failure as POSIX says; left as it was on success. The
+ * cancellation points are aio_suspend and lio_listio(LIO_WAIT)'s wait,
+ * both cancellable while they sleep (wait.c); submitting runs with
+ * cancellation disabled, as the engine's calls do.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,10 +21,12 @@
 
 #include "px.h"
 #include "nocancel.h"
+#include "symver.h"
 
-#define SYMVER(s) __attribute__((symver(s)))
 #define PX_EXPORT(name, type, args) \
-	PX_API SYMVER(#name "@@GLIBC_2.34") SYMVER(#name "@GLIBC_2.2.5") type px_##name args
+	FSAIO__SYMVER(px_##name, #name "@@GLIBC_2.34"); \
+	FSAIO__SYMVER(px_##name, #name "@GLIBC_2.2.5"); \
+	FSAIO__VERSIONED type px_##name args
 
 static int fail(int e)
 {
@@ -126,6 +129,8 @@ static int cancel(int fd, struct aiocb *cb)
 	cs = fsaio__nocancel_begin();
 	ret = px__cancel(fd, cb);
 	fsaio__nocancel_end(cs);
+	if (ret < 0)
+		return fail(-ret);
 	errno = saved;
 	return ret;
 }
@@ -144,44 +149,64 @@ static void deadline_after(const struct timespec *rel, struct timespec *abs)
 	}
 }
 
+/* Does aio_suspend return without sleeping? glibc's rule: when an entry is
+ * complete, none is listed, or one in progress is not a request in flight
+ * (an aiocb copied while in progress and never submitted). */
+static bool suspend_at_once(const struct aiocb *const list[], int nent)
+{
+	bool pending = false;
+
+	for (int i = 0; i < nent; i++) {
+		if (!list[i])
+			continue;
+		if (error_of(list[i]) != EINPROGRESS)
+			return true;
+		pending = true;
+	}
+	if (!pending)
+		return true;
+	for (int i = 0; i < nent; i++)
+		if (list[i] && !px__in_flight(list[i]))
+			return true;
+	return false;
+}
+
+struct suspend_list {
+	const struct aiocb *const *list;
+	int nent;
+};
+
+static bool suspend_done(void *arg)
+{
+	const struct suspend_list *l = arg;
+
+	for (int i = 0; i < l->nent; i++)
+		if (l->list[i] && error_of(l->list[i]) != EINPROGRESS)
+			return true;
+	return false;
+}
+
 static int suspend(const struct aiocb *const list[], int nent, const struct timespec *timeout)
 {
 	struct timespec dl;
-	int saved = errno, ret = 0;
+	int saved = errno, ret;
 
 	if (nent < 0)
 		return fail(EINVAL);
+	pthread_testcancel();
+	if (suspend_at_once(list, nent)) {
+		errno = saved;
+		return 0;
+	}
 	if (timeout) {
 		if (timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L || timeout->tv_sec < 0)
 			return fail(EINVAL);
 		deadline_after(timeout, &dl);
 	}
-	pthread_testcancel();
-	px__wait_begin();
-	for (;;) {
-		uint32_t seen = atomic_load(&px__seq);
-		bool pending = false, done = false;
-
-		for (int i = 0; i < nent && !done; i++) {
-			if (!list[i])
-				continue;
-			if (error_of(list[i]) == EINPROGRESS)
-				pending = true;
-			else
-				done = true;
-		}
-		if (done || !pending)
-			break;
-		ret = px__wait(seen, timeout ? &dl : NULL);
-		if (ret == -ETIMEDOUT) {
-			ret = -EAGAIN;
-			break;
-		}
-		if (ret == -EINTR)
-			break;
-		ret = 0;
-	}
-	px__wait_end();
+	ret = px__wait_until(suspend_done, &(struct suspend_list){ list, nent },
+			     timeout ? &dl : NULL);
+	if (ret == -ETIMEDOUT)
+		ret = -EAGAIN;
 	if (ret)
 		return fail(-ret);
 	errno = saved;
@@ -206,6 +231,31 @@ PX_EXPORT(aio_suspend64, int, (const struct aiocb64 *const list[], int nent,
  * own notifications are sent too, by every version of it (glibc 2.36's
  * GLIBC_2.2.5 form sends them as well).
  */
+static bool list_done(void *arg)
+{
+	struct px_group *g = arg;
+
+	return atomic_load_explicit(&g->pending, memory_order_acquire) == 0;
+}
+
+static void group_cleanup(void *arg)
+{
+	px__group_put(arg);
+}
+
+/* LIO_WAIT: 0 once every element is complete, or -EINTR. The caller's
+ * reference to the list is dropped however the wait ends (returning or
+ * cancelled): the list's requests go on without it. */
+static int lio_wait(struct px_group *g)
+{
+	int w;
+
+	pthread_cleanup_push(group_cleanup, g);
+	w = px__wait_until(list_done, g, NULL);
+	pthread_cleanup_pop(1);
+	return w;
+}
+
 static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
 {
 	struct px_group *g;
@@ -246,20 +296,8 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 		px__group_put(g);
 	}
 	if (mode == LIO_WAIT) {
-		int w = 0;
+		int w = lio_wait(g);
 
-		px__wait_begin();
-		for (;;) {
-			uint32_t seen = atomic_load(&px__seq);
-
-			if (atomic_load_explicit(&g->pending, memory_order_acquire) == 0)
-				break;
-			w = px__wait(seen, NULL);
-			if (w == -EINTR)
-				break;
-		}
-		px__wait_end();
-		px__group_put(g);
 		if (w == -EINTR)
 			return fail(EINTR);
 		if (!err)
@@ -278,25 +316,31 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 	return 0;
 }
 
-PX_API SYMVER("lio_listio@@GLIBC_2.34") SYMVER("lio_listio@GLIBC_2.4")
+FSAIO__SYMVER(px_lio_listio, "lio_listio@@GLIBC_2.34");
+FSAIO__SYMVER(px_lio_listio, "lio_listio@GLIBC_2.4");
+FSAIO__VERSIONED
 int px_lio_listio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
 {
 	return lio(mode, list, nent, sig);
 }
 
-PX_API SYMVER("lio_listio64@@GLIBC_2.34") SYMVER("lio_listio64@GLIBC_2.4")
+FSAIO__SYMVER(px_lio_listio64, "lio_listio64@@GLIBC_2.34");
+FSAIO__SYMVER(px_lio_listio64, "lio_listio64@GLIBC_2.4");
+FSAIO__VERSIONED
 int px_lio_listio64(int mode, struct aiocb64 *const list[], int nent, struct sigevent *sig)
 {
 	return lio(mode, (struct aiocb *const *)list, nent, sig);
 }
 
-PX_API SYMVER("lio_listio@GLIBC_2.2.5")
+FSAIO__SYMVER(px_lio_listio_old, "lio_listio@GLIBC_2.2.5");
+FSAIO__VERSIONED
 int px_lio_listio_old(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
 {
 	return lio(mode, list, nent, sig);
 }
 
-PX_API SYMVER("lio_listio64@GLIBC_2.2.5")
+FSAIO__SYMVER(px_lio_listio64_old, "lio_listio64@GLIBC_2.2.5");
+FSAIO__VERSIONED
 int px_lio_listio64_old(int mode, struct aiocb64 *const list[], int nent, struct sigevent *sig)
 {
 	return lio(mode, (struct aiocb *const *)list, nent, sig);

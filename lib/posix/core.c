@@ -11,14 +11,20 @@
  * covers every request on the fd queued before it (a barrier, held until
  * those completed, then given to the engine); a write on an O_APPEND fd is
  * a barrier behind the earlier writes and fsyncs, so appends land in
- * submission order. Every request in flight is linked, in submission
+ * submission order. A held barrier is bound to its file at submit, as the
+ * engine binds every request it accepts: it holds a duplicate of the fd
+ * (bound_fd), which is what the engine gets when it is released, so a
+ * dup2() over the fd or a close and reuse of the number while it waits
+ * does not send it to another file. Every request in flight is linked, in submission
  * order, on its fd's bucket (fd % PX_BUCKETS). A barrier counts the earlier
- * requests it waits for; each decrements it when unlinked, and the one that
+ * requests it waits for; each decrements it when unlinked (looking only at
+ * the bucket's held requests later than itself, so that a completion costs
+ * the same however many requests are in flight), and the one that
  * brings it to 0 queues it for the dispatcher thread, which submits it (the
  * engine's callback may not call into the engine).
  *
- * Locks: bucket->lock guards its list and the state, blockers and links of
- * its requests; disp_lock the dispatcher's queue. Leaves (see px.h), taken
+ * Locks: bucket->lock guards its lists and the state, blockers, seq and
+ * links of its requests; disp_lock the dispatcher's queue. Leaves (see px.h), taken
  * after engine.c's ctx_lock in the fork handlers.
  *
  * fork(): the child has none of the parent's threads or requests: its
@@ -28,6 +34,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +50,8 @@
 struct bucket {
 	pthread_mutex_t lock;
 	struct px_req *head, *tail; /* lock: requests in flight, submission order */
-	unsigned nheld;             /* lock: requests in state PX_HELD */
+	struct px_req *held, *held_tail; /* lock: its requests in state PX_HELD, in order */
+	uint64_t seq;               /* lock: the next request's seq */
 };
 
 static struct bucket buckets[PX_BUCKETS];
@@ -89,10 +97,12 @@ void px__queues_fork_child(void)
 
 		for (; r; r = n) {
 			n = r->next;
+			if (r->bound_fd >= 0)
+				close(r->bound_fd);
 			free(r);
 		}
 		b->head = b->tail = NULL;
-		b->nheld = 0;
+		b->held = b->held_tail = NULL;
 		pthread_mutex_unlock(&b->lock);
 	}
 	disp_head = disp_tail = NULL;
@@ -118,13 +128,9 @@ struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool no
 	/* getpid is a system call: only a signal needs it. */
 	if (r->sev.sigev_notify == SIGEV_SIGNAL)
 		r->pid = getpid();
+	r->bound_fd = -1;
 	atomic_init(&r->refs, 1);
 	return r;
-}
-
-void px__free(struct px_req *r)
-{
-	free(r);
 }
 
 void px__unref(struct px_req *r)
@@ -147,6 +153,35 @@ static bool waits_for(const struct px_req *b, const struct px_req *x)
 	return x->ordered;
 }
 
+/* r enters or leaves state PX_HELD: the bucket's held list, which a
+ * completion walks (not every request in flight). bucket lock held. */
+static void hold(struct bucket *b, struct px_req *r)
+{
+	r->state = PX_HELD;
+	r->hnext = NULL;
+	r->hprev = b->held_tail;
+	if (b->held_tail)
+		b->held_tail->hnext = r;
+	else
+		b->held = r;
+	b->held_tail = r;
+}
+
+static void unhold(struct bucket *b, struct px_req *r, uint8_t state)
+{
+	if (r->hprev)
+		r->hprev->hnext = r->hnext;
+	else
+		b->held = r->hnext;
+	if (r->hnext)
+		r->hnext->hprev = r->hprev;
+	else
+		b->held_tail = r->hprev;
+	r->hnext = r->hprev = NULL;
+	r->blockers = 0;
+	r->state = state;
+}
+
 /* Append r to its bucket and count what it waits for. bucket lock held. */
 static void link_req(struct bucket *b, struct px_req *r)
 {
@@ -157,35 +192,33 @@ static void link_req(struct bucket *b, struct px_req *r)
 	else
 		b->head = r;
 	b->tail = r;
+	r->seq = b->seq++;
 	r->state = PX_SUBMITTING;
 	if (!r->barrier)
 		return;
 	for (struct px_req *x = r->prev; x; x = x->prev)
 		if (x->fd == r->fd && waits_for(r, x))
 			r->blockers++;
-	if (r->blockers) {
-		r->state = PX_HELD;
-		b->nheld++;
-	}
+	if (r->blockers)
+		hold(b, r);
 }
 
 /* Take r off its bucket; the barriers it held that are now free are
- * returned through *ready (linked by dnext). bucket lock held. */
+ * returned through *ready (linked by dnext). Only held requests later
+ * than r can wait for it. bucket lock held. */
 static void unlink_req(struct bucket *b, struct px_req *r, struct px_req **ready)
 {
-	if (b->nheld) {
-		for (struct px_req *y = r->next; y; y = y->next) {
-			if (y->fd != r->fd || y->state != PX_HELD || !waits_for(y, r))
-				continue;
-			if (--y->blockers == 0) {
-				/* The dispatcher's queue holds a reference. */
-				y->state = PX_QUEUED;
-				b->nheld--;
-				atomic_fetch_add_explicit(&y->refs, 1, memory_order_relaxed);
-				y->dnext = *ready;
-				*ready = y;
-			}
-		}
+	struct px_req *y, *p;
+
+	for (y = b->held_tail; y && y->seq > r->seq; y = p) {
+		p = y->hprev;
+		if (y->fd != r->fd || !waits_for(y, r) || --y->blockers)
+			continue;
+		/* Free to go; the dispatcher's queue holds a reference. */
+		unhold(b, y, PX_QUEUED);
+		atomic_fetch_add_explicit(&y->refs, 1, memory_order_relaxed);
+		y->dnext = *ready;
+		*ready = y;
 	}
 	if (r->prev)
 		r->prev->next = r->next;
@@ -282,6 +315,37 @@ static void dispatch(struct px_req *list)
 	}
 }
 
+/* r could not be accepted after all: off its fd, EAGAIN in its aiocb,
+ * freed. Nothing is notified: the submit call reports it. */
+static void refuse(struct px_req *r)
+{
+	struct bucket *b = bucket_of(r->fd);
+	struct px_req *ready = NULL;
+
+	pthread_mutex_lock(&b->lock);
+	unlink_req(b, r, &ready);
+	pthread_mutex_unlock(&b->lock);
+	if (ready)
+		dispatch(ready);
+	r->cb->__return_value = -1;
+	atomic_store_explicit((_Atomic int *)&r->cb->__error_code, EAGAIN, memory_order_release);
+	px__unref(r);   /* an aio_cancel looking at it may hold another reference */
+}
+
+/* A count over SSIZE_MAX: what pread(2)/pwrite(2) answer, which glibc's
+ * thread reports: EBADF for an fd not open for it, else EFAULT (the
+ * buffer cannot span that much of the address space). */
+static int huge_count_error(const struct px_req *r)
+{
+	int fl = fcntl(r->req.fd, F_GETFL), acc = fl & O_ACCMODE;
+
+	if (fl < 0 || (fl & O_PATH))
+		return -EBADF;
+	if (r->kind == PX_READ ? acc == O_WRONLY : acc == O_RDONLY)
+		return -EBADF;
+	return -EFAULT;
+}
+
 /* Hand r to the engine. A refusal is the request's own error, as the
  * system call's would be in glibc's thread; only a full engine or a lack of
  * memory is a submit error, reported when the submitter asks (-EAGAIN,
@@ -298,6 +362,10 @@ int px__submit_engine(struct px_req *r, bool submitter)
 		 * (before they look at the fd), and glibc's thread reports a
 		 * bad lio_opcode as EINVAL: the request's error, not submit's. */
 		px__finish(r, -EINVAL);
+		return 0;
+	}
+	if ((r->kind == PX_READ || r->kind == PX_WRITE) && r->req.len > SSIZE_MAX) {
+		px__finish(r, huge_count_error(r));
 		return 0;
 	}
 	/* A reference across the call: the engine may complete (and the
@@ -320,18 +388,7 @@ int px__submit_engine(struct px_req *r, bool submitter)
 	}
 	atomic_fetch_sub_explicit(&r->refs, 1, memory_order_relaxed);
 	if ((n == -EAGAIN || n == -ENOMEM) && submitter) {
-		struct bucket *b = bucket_of(r->fd);
-		struct px_req *ready = NULL;
-
-		pthread_mutex_lock(&b->lock);
-		unlink_req(b, r, &ready);
-		pthread_mutex_unlock(&b->lock);
-		if (ready)
-			dispatch(ready);
-		r->cb->__return_value = -1;
-		atomic_store_explicit((_Atomic int *)&r->cb->__error_code, EAGAIN,
-				      memory_order_release);
-		px__free(r);
+		refuse(r);
 		return -EAGAIN;
 	}
 	px__finish(r, n == -ENOMEM ? -EAGAIN : n);
@@ -344,7 +401,7 @@ int px__submit(struct px_req *r)
 	struct bucket *b = bucket_of(r->fd);
 	void *buf = (void *)cb->aio_buf;
 	bool held;
-	int fl;
+	int fl, bind_err = 0;
 
 	px__init();
 	switch (r->kind) {
@@ -376,7 +433,28 @@ int px__submit(struct px_req *r)
 	pthread_mutex_lock(&b->lock);
 	link_req(b, r);
 	held = r->state == PX_HELD;
+	if (held) {
+		/* Bound to its file now; the engine gets the duplicate. */
+		r->bound_fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+		if (r->bound_fd >= 0) {
+			r->req.fd = r->bound_fd;
+		} else {
+			bind_err = errno;
+			held = false;
+			unhold(b, r, PX_SUBMITTING);
+		}
+	}
 	pthread_mutex_unlock(&b->lock);
+	if (bind_err == EBADF) {
+		/* The fd was closed meanwhile: the request's own error. */
+		px__finish(r, -EBADF);
+		return 0;
+	}
+	if (bind_err) {
+		/* No descriptor or memory left: not accepted. */
+		refuse(r);
+		return -EAGAIN;
+	}
 	if (held)
 		return 0;
 	return px__submit_engine(r, true);
@@ -399,6 +477,13 @@ void px__finish(struct px_req *r, int64_t res)
 	r->state = PX_DONE;
 	unlink_req(b, r, &ready);
 	pthread_mutex_unlock(&b->lock);
+	if (r->bound_fd >= 0) {
+		int saved = errno, cs = fsaio__nocancel_begin();
+
+		close(r->bound_fd);
+		fsaio__nocancel_end(cs);
+		errno = saved;
+	}
 
 	px__notify(&r->sev, r->pid);
 	if (g && atomic_fetch_sub_explicit(&g->pending, 1, memory_order_acq_rel) == 1) {
@@ -413,11 +498,6 @@ void px__finish(struct px_req *r, int64_t res)
 	px__unref(r);
 }
 
-void px__complete(void *arg, const struct fsaio_event *ev)
-{
-	(void)arg;
-	px__finish(ev->user_data, ev->res);
-}
 
 /* Cancel one request found on the fd: true if it will never run. */
 static bool cancel_one(struct px_req *r)
@@ -429,13 +509,10 @@ static bool cancel_one(struct px_req *r)
 
 	pthread_mutex_lock(&b->lock);
 	st = r->state;
-	if (st == PX_HELD || st == PX_QUEUED) {
-		/* Not given to the engine yet: ours to complete. */
-		if (st == PX_HELD)
-			b->nheld--;
+	if (st == PX_HELD)
+		unhold(b, r, PX_CANCEL);        /* not given to the engine yet: ours */
+	else if (st == PX_QUEUED)
 		r->state = PX_CANCEL;
-		r->blockers = 0;
-	}
 	pthread_mutex_unlock(&b->lock);
 	if (st == PX_HELD || st == PX_QUEUED) {
 		px__finish(r, -ECANCELED);
@@ -459,11 +536,24 @@ static bool cancel_one(struct px_req *r)
 			pthread_mutex_unlock(&b->lock);
 			if (st == PX_DONE)
 				break;
-			px__wait(seen, NULL);
+			px__wait(seen, NULL, false);
 		}
 		px__wait_end();
 	}
 	return ok;
+}
+
+bool px__in_flight(const struct aiocb *cb)
+{
+	int fd = cb->aio_fildes;
+	struct bucket *b = bucket_of(fd);
+	bool found = false;
+
+	pthread_mutex_lock(&b->lock);
+	for (struct px_req *x = b->head; x && !found; x = x->next)
+		found = x->cb == cb && x->fd == fd && x->state != PX_DONE;
+	pthread_mutex_unlock(&b->lock);
+	return found;
 }
 
 int px__cancel(int fd, struct aiocb *cb)
@@ -502,6 +592,12 @@ int px__cancel(int fd, struct aiocb *cb)
 	}
 	if (v != stack)
 		free(v);
+	/* An aiocb in progress that is no request of ours (a copy, never
+	 * submitted): glibc's EINVAL. One that completed meanwhile has its
+	 * status stored before it leaves the list. */
+	if (!n && cb && atomic_load_explicit((_Atomic int *)&cb->__error_code,
+					     memory_order_acquire) == EINPROGRESS)
+		return -EINVAL;
 	if (!n)
 		return AIO_ALLDONE;
 	return all ? AIO_CANCELED : AIO_NOTCANCELED;

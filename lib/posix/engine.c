@@ -44,6 +44,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	px__queues_fork_child();
+	px__wait_fork_child();
 	/* The engine's own fork handler makes the old context answer only
 	 * to destroy (memory only); the next px__engine does that. */
 	for (int i = 0; i < PX_NCTX; i++) {
@@ -130,6 +131,7 @@ fsaio_ctx_t *px__engine(int kind)
 		p.queue_depth = PX_DEPTH;
 		p.workers = want_workers;
 		p.complete = px__complete;
+		p.complete_arg = px__engine_tag(kind);
 		if (kind == PX_SIGNALLED && !getenv("FSAIO_BACKEND"))
 			p.miss_backend = FSAIO_BACKEND_THREADS;
 		if (fsaio_ctx_create(&p, &c) == 0)
@@ -150,4 +152,12 @@ void px__init(void)
 fsaio_ctx_t *px__engine_now(int kind)
 {
 	return atomic_load_explicit(&engine[kind], memory_order_acquire);
+}
+
+/* Tells px__complete which context calls it. */
+void *px__engine_tag(int kind)
+{
+	static char tags[PX_NCTX];
+
+	return &tags[kind];
 }

@@ -39,8 +39,6 @@
 
 #include "fsaio.h"
 
-#define PX_API __attribute__((visibility("default")))
-
 /* glibc's struct aiocb on x86-64, field by field: the drop-in reads the
  * program's control blocks and writes the two status fields. */
 #define PX_OFF(f, o) _Static_assert(offsetof(struct aiocb, f) == (o) && \
@@ -90,10 +88,14 @@ struct px_req {
 	uint8_t kind;               /* immutable: enum px_kind */
 	bool barrier;               /* immutable: waits for earlier requests (fsync, O_APPEND write) */
 	bool ordered;               /* immutable: a write that a later O_APPEND write waits for */
+	int bound_fd;               /* set at link (bucket lock), closed at finish: a held
+				     * barrier's duplicate of fd, the one given to the engine; or -1 */
 	/* bucket lock: */
 	uint8_t state;              /* enum px_state */
 	unsigned blockers;          /* earlier requests on the fd this one still waits for */
+	uint64_t seq;               /* its place in the bucket's submission order */
 	struct px_req *next, *prev; /* the bucket's requests, in submission order */
+	struct px_req *hnext, *hprev; /* the bucket's PX_HELD requests, in submission order */
 	_Atomic uint32_t refs;      /* 1 while in flight, +1 for each aio_cancel looking at it,
 				     * the dispatcher queue holding it, the submitter in fsaio_submit */
 	struct px_req *dnext;       /* disp_lock: the dispatcher's queue */
@@ -106,6 +108,7 @@ void px__set_workers(unsigned n);               /* aio_init's aio_threads, befor
 int px__ctx_kind(const struct px_req *r);       /* which context carries r */
 fsaio_ctx_t *px__engine(int kind);              /* made on first use; NULL if it cannot be */
 fsaio_ctx_t *px__engine_now(int kind);          /* NULL until made */
+void *px__engine_tag(int kind);                 /* the complete_arg of kind's context */
 
 /* core.c */
 void px__queues_init(void);
@@ -113,12 +116,11 @@ void px__queues_fork_prepare(void);             /* fork handlers of the request 
 void px__queues_fork_parent(void);
 void px__queues_fork_child(void);
 struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool notify);
-void px__free(struct px_req *r);
 /* Accept r: link it on its fd and hand it to the engine (or hold it).
  * 0, or -EAGAIN when it could not be taken (status set in the aiocb). */
 int px__submit(struct px_req *r);
 int px__submit_engine(struct px_req *r, bool submitter);
-void px__complete(void *arg, const struct fsaio_event *ev);
+void px__complete(void *arg, const struct fsaio_event *ev);   /* wait.c */
 void px__finish(struct px_req *r, int64_t res);
 void px__unref(struct px_req *r);
 void px__group_put(struct px_group *g);
@@ -127,16 +129,25 @@ void px__notify(const struct sigevent *sev, pid_t pid);
  * and sent by px__hold_end. */
 void px__hold_begin(void);
 void px__hold_end(void);
-/* aio_cancel's work on one fd (cb NULL: all): AIO_CANCELED, _NOTCANCELED, _ALLDONE. */
+/* Is cb a request in flight (submitted, not yet complete)? */
+bool px__in_flight(const struct aiocb *cb);
+/* aio_cancel's work on one fd (cb NULL: all): AIO_CANCELED, _NOTCANCELED,
+ * _ALLDONE, or -EINVAL for an aiocb in progress that is no request. */
 int px__cancel(int fd, struct aiocb *cb);
 
 /* wait.c: one futex word bumped by every completion */
 extern _Atomic uint32_t px__seq;
 void px__wake(void);
 /* Sleep until px__seq moves from seen or the absolute CLOCK_MONOTONIC
- * deadline (NULL: none) passes: 0, -ETIMEDOUT or -EINTR. */
-int px__wait(uint32_t seen, const struct timespec *deadline);
+ * deadline (NULL: none) passes: 0, -ETIMEDOUT or -EINTR. cancellable: a
+ * pthread_cancel ends the sleep (the thread unwinds from it). */
+int px__wait(uint32_t seen, const struct timespec *deadline, bool cancellable);
+/* Between them the caller counts as a sleeper (aio_cancel's wait). */
 void px__wait_begin(void);
 void px__wait_end(void);
+void px__wait_fork_child(void);                 /* no thread of the child waits */
+/* The cancellable wait of aio_suspend and lio_listio: until done(arg),
+ * looked at after every completion; 0, -ETIMEDOUT or -EINTR. */
+int px__wait_until(bool (*done)(void *), void *arg, const struct timespec *deadline);
 
 #endif /* FSAIO_PX_H */

@@ -51,7 +51,10 @@
 #include "dropin.h"
 #include "shim.h"
 
-#define REG_BUCKETS 256
+/* Enough chains that 10,000 live contexts make chains of two or three:
+ * every call walks its context's chain, and io_setup walks one for a free
+ * entry. 32 KiB of chain heads, touched only where entries are. */
+#define REG_BUCKETS 4096
 #define RING_PAGE 4096u
 
 /* One registry entry; see DESIGN. Aligned to a cache line, so that calls on
@@ -83,7 +86,7 @@ static unsigned bucket(const void *ring)
 {
 	uintptr_t a = (uintptr_t)ring >> 12;
 
-	return (unsigned)((a ^ (a >> 8) ^ (a >> 16)) % REG_BUCKETS);
+	return (unsigned)((a ^ (a >> 12) ^ (a >> 24)) % REG_BUCKETS);
 }
 
 static void on_fork_prepare(void)
@@ -264,11 +267,10 @@ static void ctx_free(struct shim_ctx *c)
 	if (efd >= 0)
 		close(efd);
 	if (c->ring)
-		munmap(c->ring, c->ring_bytes);
+		munmap(c->ring, c->map_bytes);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->reap_lock);
 	pthread_mutex_destroy(&c->cancel_lock);
-	free(c->slots);
 	free(c);
 }
 
@@ -301,7 +303,7 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 	struct shim_ctx *c;
 	io_context_t old;
 	uint32_t n = (uint32_t)nr_events, ring_nr;
-	size_t bytes;
+	size_t bytes, slot_bytes, map_bytes;
 	int ret;
 
 	pthread_once(&init_once, init);
@@ -321,6 +323,11 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 	bytes = sizeof(struct shim_ring) + (size_t)n * sizeof(struct io_event);
 	bytes = (bytes + RING_PAGE - 1) / RING_PAGE * RING_PAGE;
 	ring_nr = (uint32_t)((bytes - sizeof(struct shim_ring)) / sizeof(struct io_event));
+	/* The slots follow the ring in the same mapping: zero pages that are
+	 * touched only as slots are first handed out (slot_pop), so io_setup
+	 * writes one page, whatever nr_events. */
+	slot_bytes = (size_t)ring_nr * sizeof(struct shim_slot); /* capacity + 1 */
+	map_bytes = bytes + (slot_bytes + RING_PAGE - 1) / RING_PAGE * RING_PAGE;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -332,18 +339,16 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->reap_lock, NULL);
 	pthread_mutex_init(&c->cancel_lock, NULL);
-	/* calloc: pages of slots never used are never touched. */
-	c->slots = calloc((size_t)c->capacity + 1, sizeof(*c->slots));
-	c->ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!c->slots || c->ring == MAP_FAILED) {
-		c->ring = c->ring == MAP_FAILED ? NULL : c->ring;
+	c->ring = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c->ring == MAP_FAILED) {
+		c->ring = NULL;
 		ret = -ENOMEM;
 		goto fail;
 	}
 	c->ring_bytes = bytes;
-	madvise(c->ring, bytes, MADV_DONTFORK);
-	for (uint32_t i = 0; i <= c->capacity; i++)
-		c->slots[i].resfd = -1;
+	c->map_bytes = map_bytes;
+	c->slots = (struct shim_slot *)((char *)c->ring + bytes);
+	madvise(c->ring, map_bytes, MADV_DONTFORK);
 	shim__resfd_init(c);
 
 	/* Our slots bound what is in flight (the engine does not count a
@@ -416,7 +421,8 @@ static void print_stats(struct shim_ctx *c, const char *when)
 		return;
 	dprintf(STDERR_FILENO,
 		"fsaio: io_context %p%s: requests %llu, inline %llu, partial inline %llu, "
-		"queued %llu, worker retries %llu, bytes inline %llu, bytes by workers %llu, "
+		"queued %llu, worker retries %llu, blocking calls inline %llu, bytes inline %llu, "
+		"bytes by workers %llu, "
 		"probes %llu (cold %llu), cancelled %llu, io_uring SQEs %llu "
 		"(straight to the ring %llu), bytes by io_uring %llu, ring completions "
 		"taken by the waiting caller %llu, by the ring thread %llu, reaper sleeps "
@@ -424,6 +430,7 @@ static void print_stats(struct shim_ctx *c, const char *when)
 		(void *)c->ring, when, (unsigned long long)st.requests,
 		(unsigned long long)st.completed_inline, (unsigned long long)st.partial_inline,
 		(unsigned long long)st.queued, (unsigned long long)st.retries,
+		(unsigned long long)st.blocking_inline,
 		(unsigned long long)st.bytes_inline, (unsigned long long)st.bytes_worker,
 		(unsigned long long)st.probe_calls, (unsigned long long)st.probe_cold,
 		(unsigned long long)st.cancelled, (unsigned long long)st.uring_submissions,

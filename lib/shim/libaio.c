@@ -31,8 +31,8 @@
 #include <unistd.h>
 
 #include "shim.h"
+#include "symver.h"
 
-#define SYMVER(name) __attribute__((symver(name)))
 
 /* libaio's io_callback_t */
 typedef void (*shim_callback_t)(io_context_t ctx, struct iocb *iocb, long res, long res2);
@@ -117,7 +117,8 @@ int shim__io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *
 	return (int)ret;
 }
 
-SHIM_API SYMVER("io_getevents@@LIBAIO_0.4")
+FSAIO__SYMVER(shim_io_getevents_0_4, "io_getevents@@LIBAIO_0.4");
+FSAIO__VERSIONED
 int shim_io_getevents_0_4(io_context_t ctx, long min_nr, long nr, struct io_event *events,
 			  struct timespec *timeout)
 {
@@ -139,7 +140,8 @@ static int copy_timeout(const struct timespec *in, struct timespec *t, struct ti
 }
 
 /* The 0.1 form waited for at least one event. */
-SHIM_API SYMVER("io_getevents@LIBAIO_0.1")
+FSAIO__SYMVER(shim_io_getevents_0_1, "io_getevents@LIBAIO_0.1");
+FSAIO__VERSIONED
 int shim_io_getevents_0_1(io_context_t ctx, long nr, struct io_event *events,
 			  const struct timespec *const timeout)
 {
@@ -206,13 +208,15 @@ int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 	return ret;
 }
 
-SHIM_API SYMVER("io_cancel@@LIBAIO_0.4")
+FSAIO__SYMVER(shim_io_cancel_0_4, "io_cancel@@LIBAIO_0.4");
+FSAIO__VERSIONED
 int shim_io_cancel_0_4(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 {
 	return shim__io_cancel(ctx, iocb, evt);
 }
 
-SHIM_API SYMVER("io_cancel@LIBAIO_0.1")
+FSAIO__SYMVER(shim_io_cancel_0_1, "io_cancel@LIBAIO_0.1");
+FSAIO__VERSIONED
 int shim_io_cancel_0_1(io_context_t ctx, struct iocb *iocb)
 {
 	struct io_event ev;
@@ -260,13 +264,15 @@ SHIM_API int io_queue_run(io_context_t ctx)
 
 /* Wait for completions without reaping any (min_nr = nr = 0 returns at once,
  * as the kernel's read_events does). */
-SHIM_API SYMVER("io_queue_wait@@LIBAIO_0.4")
+FSAIO__SYMVER(shim_io_queue_wait_0_4, "io_queue_wait@@LIBAIO_0.4");
+FSAIO__VERSIONED
 int shim_io_queue_wait_0_4(io_context_t ctx, struct timespec *timeout)
 {
 	return shim__io_getevents(ctx, 0, 0, NULL, timeout);
 }
 
-SHIM_API SYMVER("io_queue_wait@LIBAIO_0.1")
+FSAIO__SYMVER(shim_io_queue_wait_0_1, "io_queue_wait@LIBAIO_0.1");
+FSAIO__VERSIONED
 int shim_io_queue_wait_0_1(io_context_t ctx, struct timespec *timeout)
 {
 	struct timespec t, *tp;

@@ -58,10 +58,13 @@ static struct shim_slot *slot_pop(struct shim_ctx *c)
 		c->free = s->next_free;
 		return s;
 	}
-	/* Slots never handed out stay untouched, so a large context costs
-	 * only the memory it uses. */
-	if (c->used <= c->capacity)
-		return &c->slots[c->used++];
+	/* Slots never handed out stay untouched (io_setup does not write
+	 * them), so a context costs only the memory it uses. */
+	if (c->used <= c->capacity) {
+		s = &c->slots[c->used++];
+		s->resfd = -1;
+		return s;
+	}
 	return NULL;
 }
 
@@ -372,7 +375,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	int64_t tmo, deadline;
 	long got = 0;
 	int efd = -1;
-	bool polled = false;
+	bool polled = false, harvested = false;
 	/* A destination outside the user address range is NULL's case: the
 	 * kernel's copy_to_user faults once it has an event to copy. */
 	bool events_ok = events && shim__user_ptr_ok(events, sizeof(*events));
@@ -405,8 +408,19 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 		}
 		if (events_ok)
 			got += reap_locked(c, nr - got, events + got);
-		if (got >= min_nr)
+		if (got >= min_nr) {
+			/* With room for more, take what the engine's ring holds
+			 * now, in this thread, without waiting: a program that
+			 * polls (min_nr 0) or asks for few reaps its own
+			 * completions rather than have the engine's thread
+			 * bring them. */
+			if (got < nr && events_ok && !harvested && efd < 0) {
+				harvested = true;
+				if (fsaio__drive(c->engine, &c->seq, seen, 0) == 0)
+					continue;
+			}
 			break;
+		}
 		if (atomic_load(&c->dead)) {
 			if (!got)
 				got = -EINVAL;

@@ -104,8 +104,9 @@ struct shim_efd {
 };
 
 struct shim_ctx {
-	struct shim_ring *ring; /* immutable: mmap'd, ring_bytes long */
+	struct shim_ring *ring; /* immutable: mmap'd, ring_bytes long, then the slots */
 	size_t ring_bytes;      /* immutable */
+	size_t map_bytes;       /* immutable: the mapping's length, ring and slots */
 	uint32_t nr_events;     /* immutable: what io_setup was asked for */
 	uint32_t capacity;      /* immutable: ring->nr - 1, the kernel's reqs_available */
 	fsaio_ctx_t *engine;    /* immutable after setup */
@@ -120,7 +121,8 @@ struct shim_ctx {
 	struct shim_slot *free; /* lock: free list */
 	uint32_t used;          /* lock: slots[0, used) have been handed out at least once */
 	struct shim_slot *slots; /* immutable pointer, [capacity + 1]: one spare for
-				  * the slot io_cancel may keep pinned */
+				  * the slot io_cancel may keep pinned; in the
+				  * ring's mapping, after the ring */
 
 	pthread_mutex_t reap_lock; /* serialises io_getevents callers over ring->head */
 	pthread_mutex_t cancel_lock; /* one io_cancel at a time: at most one pinned slot */

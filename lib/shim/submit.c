@@ -64,10 +64,11 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct 
 	return 0;
 }
 
-/* A read, prepared in slot s, handed to the engine alone, when no
- * request of its batch waits before it: true once accepted (its event is
- * in the ring already when the page cache held it); false to submit it
- * with the batch (not a read, or refused: the batch's way answers for it). */
+/* A read, prepared in slot s, when no request of its batch waits before
+ * it: true when the page cache held it (its event is in the ring already);
+ * false to submit it with the batch (not a read, a miss, or refused: the
+ * batch's way answers for it), so the misses of one call reach the engine's
+ * ring in one io_uring_enter. */
 static bool submit_now(struct shim_ctx *c, struct shim_slot *s)
 {
 	return s->opcode == IOCB_CMD_PREAD && s->resfd < 0 &&

@@ -59,7 +59,9 @@ T_ASSERT(stats_reaper_wakeups, offsetof(struct fsaio_stats, reaper_wakeups) == 1
 T_ASSERT(stats_straight_to_ring, offsetof(struct fsaio_stats, straight_to_ring) == 152);
 T_ASSERT(stats_ring_reaped_caller, offsetof(struct fsaio_stats, ring_reaped_caller) == 160);
 T_ASSERT(stats_ring_reaped_thread, offsetof(struct fsaio_stats, ring_reaped_thread) == 168);
-T_ASSERT(stats_reserved, offsetof(struct fsaio_stats, reserved) == 176);
+T_ASSERT(stats_retries, offsetof(struct fsaio_stats, retries) == 32);
+T_ASSERT(stats_blocking_inline, offsetof(struct fsaio_stats, blocking_inline) == 176);
+T_ASSERT(stats_reserved, offsetof(struct fsaio_stats, reserved) == 184);
 #endif
 
 T_ASSERT(op_pread, FSAIO_OP_PREAD == 1);

@@ -34,6 +34,9 @@ L=$dest$libdir
 [ -f "$dest$prefix/include/fsaio.h" ] || fail "fsaio.h not installed"
 [ -f "$dest$prefix/include/fsaio_version.h" ] || fail "fsaio_version.h not installed"
 [ -f "$L/pkgconfig/libfsaio.pc" ] || fail "libfsaio.pc not installed"
+# The prep helpers as functions, for foreign-function interfaces.
+[ -f "$L/libfsaio-ffi.so.0.2.0" ] || [ -f "$L/libfsaio-ffi.a" ] || fail "no libfsaio-ffi in $libdir"
+[ -f "$L/pkgconfig/libfsaio-ffi.pc" ] || fail "libfsaio-ffi.pc not installed"
 # The libaio drop-in: one file under $libdir/fsaio, libaio's sonames as links
 # to it, nothing of it in $libdir itself.
 if [ -e "$build/lib/libfsaio-libaio.so" ]; then
@@ -44,17 +47,30 @@ if [ -e "$build/lib/libfsaio-libaio.so" ]; then
 			fail "$libdir/fsaio/$name is not a link to libfsaio-libaio.so"
 	done
 	[ "$(ls "$L/fsaio" | wc -l)" = 3 ] || fail "more than the drop-in in $libdir/fsaio: $(ls "$L/fsaio")"
-	grep -q "$libdir/fsaio/libfsaio-libaio.so" "$dest$bindir/fsaio-run" ||
+	grep -q "^default_shim='$libdir/fsaio/libfsaio-libaio.so'$" "$dest$bindir/fsaio-run" ||
 		fail "fsaio-run does not point at $libdir/fsaio/libfsaio-libaio.so"
+	# The POSIX AIO drop-in by its soname: the runtime package has no .so link.
+	grep -q "^default_posix_shim='$libdir/libfsaio-posixaio.so.0'$" "$dest$bindir/fsaio-run" ||
+		fail "fsaio-run does not point at $libdir/libfsaio-posixaio.so.0"
 fi
 for f in "$L"/libaio* "$L"/libfsaio-libaio*; do
 	[ ! -e "$f" ] || fail "$f installed in the public libdir"
 done
 # Examples are documentation, not commands.
 [ ! -e "$dest$bindir/fsaio-cat" ] || fail "fsaio-cat installed in $bindir"
-if [ -e "$build/examples/fsaio-cat" ]; then
+if [ -d "$build/examples" ]; then
 	[ -f "$dest$datadir/doc/libfsaio/examples/fsaio-cat.c" ] ||
 		fail "examples not installed under $datadir/doc/libfsaio/examples"
+fi
+
+# The manual pages, found by name through the destdir: the overview under
+# fsaio too, and the structs' own pages.
+if [ -e "$build/man/libfsaio.7" ] && command -v man >/dev/null 2>&1; then
+	for name in fsaio libfsaio fsaio_req fsaio_event fsaio_submit; do
+		page=$(MANPATH="$dest$datadir/man" man -w "$name" 2>/dev/null) ||
+			fail "man $name finds no page in $datadir/man"
+		case $page in "$dest$datadir/man/"*) ;; *) fail "man $name found $page, not the installed one" ;; esac
+	done
 fi
 
 # A program built with what pkg-config says, found through the destdir.

@@ -48,23 +48,6 @@ void t_teardown(void)
 	t_files_teardown();
 }
 
-void t_cold(int fd)
-{
-	struct stat st;
-	unsigned char vec[1];
-	void *m;
-
-	cr_assert_eq(fsync(fd), 0);
-	cr_assert_eq(fstat(fd, &st), 0);
-	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-	/* The first page at least must have left the cache. */
-	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
-	cr_assert_neq(m, MAP_FAILED);
-	cr_assert_eq(mincore(m, 4096, vec), 0);
-	munmap(m, 4096);
-	cr_assert_eq(vec[0] & 1, 0, "the file is still cached after POSIX_FADV_DONTNEED");
-}
-
 void t_cb(struct aiocb *cb, int fd, void *buf, size_t len, off_t off, int op)
 {
 	memset(cb, 0, sizeof(*cb));

@@ -41,8 +41,6 @@ bool t_dropin(void);
 
 void t_setup(void);
 void t_teardown(void);
-/* Write back and drop the file's pages from the cache; assert it is cold. */
-void t_cold(int fd);
 
 
 /* Fill an aiocb (everything else zero, SIGEV_NONE). */

@@ -169,3 +169,50 @@ Test(errors, read_from_a_directory)
 	request_error(&cb, aio_read, EISDIR);
 	close(fd);
 }
+
+/* A count over SSIZE_MAX: pread(2)'s and pwrite(2)'s answers (EFAULT, or
+ * EBADF first for an fd not open for it), the request's error. */
+Test(errors, count_over_ssize_max)
+{
+	struct aiocb cb;
+	int fd = t_file(4096, 7), ro = open("/dev/null", O_RDONLY);
+
+	cr_assert_geq(ro, 0);
+	t_cb(&cb, fd, buf, (size_t)SSIZE_MAX + 1, 0, LIO_READ);
+	request_error(&cb, aio_read, EFAULT);
+	t_cb(&cb, fd, buf, SIZE_MAX, 0, LIO_WRITE);
+	request_error(&cb, aio_write, EFAULT);
+	t_cb(&cb, -1, buf, (size_t)SSIZE_MAX + 1, 0, LIO_READ);
+	request_error(&cb, aio_read, EBADF);
+	t_cb(&cb, ro, buf, (size_t)SSIZE_MAX + 1, 0, LIO_WRITE);
+	request_error(&cb, aio_write, EBADF);
+	close(ro);
+	close(fd);
+}
+
+/* aio_cancel of an aiocb never submitted: one that says EINPROGRESS (a
+ * copy of a request in progress) is EINVAL; any other is AIO_ALLDONE. */
+Test(errors, cancel_of_an_aiocb_never_submitted)
+{
+	struct aiocb cb, copy, zero;
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	t_cb(&cb, p[0], buf, 16, 0, LIO_READ);
+	cr_assert_eq(aio_read(&cb), 0);
+	/* A copy made while it is in progress: its fields, and its status
+	 * read as aio_error reads it (a plain memcpy races with the
+	 * completion's store, as ThreadSanitizer says). */
+	t_cb(&copy, p[0], buf, 16, 0, LIO_READ);
+	copy.__error_code = aio_error(&cb);
+	errno = 0;
+	cr_assert_eq(aio_cancel(p[0], &copy), -1);
+	cr_assert_eq(errno, EINVAL);
+	t_cb(&zero, p[0], buf, 16, 0, LIO_READ);
+	cr_assert_eq(aio_cancel(p[0], &zero), AIO_ALLDONE);
+	cr_assert_eq(aio_error(&cb), EINPROGRESS);
+	cr_assert_eq(write(p[1], "x", 1), 1);
+	cr_assert_eq(t_wait(&cb), 0);
+	close(p[0]);
+	close(p[1]);
+}

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "t_px.h"
@@ -179,4 +180,120 @@ Test(fsync, fsync_on_a_pipe_is_the_requests_einval)
 	cr_assert_eq(aio_return(&cb), -1);
 	close(p[0]);
 	close(p[1]);
+}
+
+/*
+ * A request held behind earlier ones on its fd is bound to its file at
+ * submit. The fd is a pipe's write end (O_APPEND) that is full, so a first
+ * write waits; an O_APPEND write and an fsync wait behind it. Then the fd
+ * number is made to name a regular file (dup2 over it, or close and open
+ * again) before the pipe is drained. On the drop-in the held write lands
+ * in the pipe after the first and the fsync is the pipe's (EINVAL). glibc
+ * binds requests to the number when its thread runs them: its append
+ * never reaches the pipe (it goes into the file, or fails if the number
+ * was closed just then): lib/posix/README.md.
+ */
+
+/* Read the pipe (non-blocking) until it gave want bytes in all, or, with
+ * stop given, stop is complete and the pipe empty. The bytes read so far. */
+static int drain(int rfd, char *buf, int got, int want, const struct aiocb *stop)
+{
+	for (int tries = 0; got < want; tries++) {
+		ssize_t n = read(rfd, buf + got, (size_t)(want - got));
+
+		if (n > 0) {
+			got += (int)n;
+			continue;
+		}
+		cr_assert(n < 0 && errno == EAGAIN, "read: %zd %s", n, strerror(errno));
+		if (stop && aio_error(stop) != EINPROGRESS)
+			break;
+		cr_assert_lt(tries, T_WAIT_SEC * 1000, "the pipe got %d bytes of %d", got, want);
+		usleep(1000);
+	}
+	return got;
+}
+
+static void held_requests_stay_on_their_file(bool reuse)
+{
+	static char fill[1 << 16], drained[(1 << 17)];
+	struct aiocb first, append, sync;
+	char path[PATH_MAX];
+	int p[2], file, wfd, keep, fl, got;
+	const struct aiocb *list[1] = { &append };
+	struct timespec brief = { 0, 20 * 1000 * 1000 };
+	struct stat st;
+
+	cr_assert_eq(pipe(p), 0);
+	wfd = p[1];
+	/* Another write end, so that closing wfd is no end of file. */
+	keep = dup(wfd);
+	cr_assert_geq(keep, 0);
+	cr_assert_eq(fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK), 0);
+	fl = fcntl(wfd, F_GETFL);
+	cr_assert_eq(fcntl(wfd, F_SETFL, fl | O_APPEND | O_NONBLOCK), 0);
+	memset(fill, 'f', sizeof(fill));
+	while (write(wfd, fill, sizeof(fill)) > 0)
+		;
+	cr_assert_eq(errno, EAGAIN);
+	cr_assert_eq(fcntl(wfd, F_SETFL, fl | O_APPEND), 0);
+
+	t_cb(&first, wfd, "A", 1, 0, LIO_WRITE);
+	cr_assert_eq(aio_write(&first), 0);
+	t_cb(&append, wfd, "B", 1, 0, LIO_WRITE);
+	cr_assert_eq(aio_write(&append), 0);
+	t_cb(&sync, wfd, NULL, 0, 0, 0);
+	cr_assert_eq(aio_fsync(O_SYNC, &sync), 0);
+	cr_assert_eq(aio_suspend(list, 1, &brief), -1, "the append did not wait");
+
+	file = t_file_path(0, 0, path, sizeof(path));
+	close(file);
+	if (reuse) {
+		cr_assert_eq(close(wfd), 0);
+		file = open(path, O_WRONLY | O_APPEND);
+		cr_assert_geq(file, 0);
+		if (file != wfd) {
+			/* Some thread took the number first: put it there. */
+			cr_assert_eq(dup2(file, wfd), wfd);
+			close(file);
+		}
+	} else {
+		file = open(path, O_WRONLY | O_APPEND);
+		cr_assert_geq(file, 0);
+		cr_assert_eq(dup2(file, wfd), wfd);
+		close(file);
+	}
+
+	if (t_dropin()) {
+		/* The first write, then the append, in the pipe. */
+		got = drain(p[0], drained, 0, (int)sizeof(fill) + 2, NULL);
+		cr_assert_eq(drained[sizeof(fill)], 'A');
+		cr_assert_eq(drained[sizeof(fill) + 1], 'B');
+		cr_assert_eq(t_wait(&first), 0);
+		cr_assert_eq(t_wait(&append), 0);
+		cr_assert_eq(aio_return(&append), 1);
+		cr_assert_eq(t_wait(&sync), EINVAL, "the fsync was not the pipe's");
+		cr_assert_eq(stat(path, &st), 0);
+		cr_assert_eq(st.st_size, 0, "the held append went into the other file");
+	} else {
+		got = drain(p[0], drained, 0, (int)sizeof(fill) + 2, &first);
+		(void)t_wait(&first);
+		(void)t_wait(&append);
+		(void)t_wait(&sync);
+		got = drain(p[0], drained, got, (int)sizeof(drained), &sync);
+		cr_assert_leq(got, (int)sizeof(fill) + 1, "glibc's append reached the pipe");
+	}
+	close(keep);
+	close(wfd);
+	close(p[0]);
+}
+
+Test(fsync, held_append_and_fsync_stay_on_their_file_across_dup2)
+{
+	held_requests_stay_on_their_file(false);
+}
+
+Test(fsync, held_append_and_fsync_stay_on_their_file_across_close_and_reuse)
+{
+	held_requests_stay_on_their_file(true);
 }

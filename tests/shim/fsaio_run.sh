@@ -64,6 +64,17 @@ echo "$o" | grep -qx "FSAIO_STATS=1" || fail "-sP: no FSAIO_STATS"
 expect 125 "fsaio-run: cannot read the POSIX AIO drop-in /nonexistent.so" \
 	env FSAIO_POSIX_SHIM=/nonexistent.so "$run" -P true
 
+# Told nothing, the build tree's copy preloads the drop-ins built beside it.
+built=$(dirname -- "$FSAIO_SHIM")
+o=$(env -u LD_PRELOAD -u FSAIO_SHIM -u FSAIO_POSIX_SHIM "$run" env)
+echo "$o" | grep -qx "LD_PRELOAD=$built/libfsaio-libaio.so" ||
+	fail "the build tree's fsaio-run does not preload $built/libfsaio-libaio.so: $(echo "$o" | grep LD_PRELOAD)"
+if [ -r "$built/libfsaio-posixaio.so" ]; then
+	o=$(env -u LD_PRELOAD -u FSAIO_SHIM -u FSAIO_POSIX_SHIM "$run" -P env)
+	echo "$o" | grep -qx "LD_PRELOAD=$built/libfsaio-libaio.so:$built/libfsaio-posixaio.so" ||
+		fail "the build tree's fsaio-run -P: $(echo "$o" | grep LD_PRELOAD)"
+fi
+
 # --help: usage and every option on stdout, nothing on stderr, exit 0.
 rc=0
 "$run" --help >"$out" 2>"$err" || rc=$?
@@ -128,4 +139,6 @@ o=$("$run" echo -w abc --help) || fail "options after PROGRAM were parsed"
 # A real libaio program under the wrapper is served by the drop-in (its own
 # check compares T_AIO_MODE with where io_submit comes from).
 T_AIO_MODE=shim "$run" "$abi_test" >/dev/null 2>&1 || fail "the ABI tests fail under fsaio-run"
+T_AIO_MODE=shim env -u FSAIO_SHIM -u FSAIO_POSIX_SHIM "$run" "$abi_test" >/dev/null 2>&1 ||
+	fail "the ABI tests fail under the build tree's fsaio-run, told nothing"
 echo "fsaio-run: ok"

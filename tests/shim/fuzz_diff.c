@@ -221,7 +221,7 @@ static void gen(struct scenario *s, uint64_t seed, bool new_ctx)
 			d->aio_flags |= IOCB_FLAG_RESFD;
 		d->resfd = chance(80) ? FD_EVENTFD : (uint8_t)below(FD_N);
 		if (chance(8)) {
-			static const int16_t pr[] = { 2 << 13 | 4, 3 << 13, 0 << 13 | 1, 5 << 13, -1,
+			static const int16_t pr[] = { 2 << 13 | 4, 3 << 13, 0 << 13 | 1, (int16_t)(5 << 13), -1,
 						      1 << 13 };
 
 			d->aio_flags |= IOCB_FLAG_IOPRIO;

@@ -95,25 +95,6 @@ uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len)
 	return n;
 }
 
-/* A page may still be busy when DONTNEED passes it over (a busy machine):
- * the setup is checked and redone a few times. */
-void t_cold(int fd)
-{
-	struct stat st;
-	uint64_t left = 0;
-
-	cr_assert_eq(fstat(fd, &st), 0);
-	for (int tries = 0; tries < 20; tries++) {
-		cr_assert_eq(fsync(fd), 0);
-		cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-		left = t_cached_pages(fd, 0, (uint64_t)st.st_size);
-		if (!left)
-			return;
-		usleep(10000);
-	}
-	cr_assert_eq(left, 0, "the file is still cached after POSIX_FADV_DONTNEED");
-}
-
 io_context_t t_ctx(int nr)
 {
 	io_context_t ctx = 0;

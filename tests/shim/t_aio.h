@@ -70,8 +70,6 @@ const char *t_mode(void);
 
 void t_setup(void);
 void t_teardown(void);
-/* Write back and drop the file's pages from the cache; assert it is cold. */
-void t_cold(int fd);
 /* Pages of [off, off+len) in the page cache (cachestat, or mincore). */
 uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len);
 

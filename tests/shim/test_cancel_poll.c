@@ -176,7 +176,7 @@ Test(cancel_poll, cancel_queued_read)
 		struct iocb *o = (struct iocb *)ev[i].obj;
 
 		if (o == &cb[N - 1]) {
-			cr_assert_eq(ev[i].res, -ECANCELED);
+			cr_assert_eq((long)ev[i].res, -ECANCELED);
 			cancelled++;
 		} else {
 			cr_assert_eq(ev[i].res, SZ);

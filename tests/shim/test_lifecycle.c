@@ -322,6 +322,70 @@ Test(lifecycle, reads_take_the_way_the_cache_says)
 	close(fd);
 }
 
+/*
+ * A program that polls (io_getevents with min_nr 0 and a zero timeout, as
+ * fio --iodepth_batch_complete_min=0) reaps the engine's io_uring ring in
+ * its own thread: each poll with room for more takes what the ring holds,
+ * and the ring's thread, found harvesting, is asked to step back. Rounds
+ * of 8 reads on dropped pages; every event comes once with its data, every
+ * ring completion is counted once, and the poller took some of them (it
+ * took none when only the ring's thread harvested for a polling program).
+ */
+Test(lifecycle, a_poller_reaps_the_ring_itself)
+{
+	char text[1024], *buf;
+	struct iocb cb[8], *list[8];
+	struct io_event ev[8];
+	struct timespec zero = { 0, 0 };
+	io_context_t ctx;
+	int fd;
+
+	T_SHIM_ONLY("FSAIO_STATS is the shim's");
+	fd = t_file(4 << 20, 67);
+	buf = malloc(8 * 4096);
+	cr_assert_not_null(buf);
+	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
+	ctx = t_ctx(8);
+	for (int round = 0; round < 8; round++) {
+		long got = 0;
+
+		/* Cold or not (the kernel may keep a page), the data is right. */
+		fdatasync(fd);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		memset(buf, 0, 8 * 4096);
+		for (int i = 0; i < 8; i++) {
+			io_prep_pread(&cb[i], fd, buf + i * 4096, 4096,
+				      (long long)(round * 8 + i) * 16 * 4096);
+			cb[i].data = (void *)(intptr_t)i;
+			list[i] = &cb[i];
+		}
+		T_EXPECT(io_submit(ctx, 8, list), 8);
+		for (int spins = 0; got < 8; spins++) {
+			long n = io_getevents(ctx, 0, 8 - got, ev, &zero);
+
+			cr_assert_geq(n, 0);
+			for (long j = 0; j < n; j++) {
+				int i = (int)(intptr_t)ev[j].data;
+
+				cr_assert_eq(ev[j].res, 4096, "read %d: %lld", i, (long long)ev[j].res);
+				t_check(buf + i * 4096, 4096, (uint64_t)(round * 8 + i) * 16 * 4096, 67);
+			}
+			got += n;
+			if (!n && spins > 1000)
+				usleep(100);
+			cr_assert_lt(spins, 10 * 1000 * 1000, "events missing: %ld of 8", got);
+		}
+	}
+	destroy_with_stats(ctx, text, sizeof(text));
+	cr_assert_eq(stat_of(text, "requests"), 64, "%s", text);
+	cr_assert_eq(stat_of(text, "caller") + stat_of(text, "thread"), stat_of(text, "SQEs"), "%s",
+		     text);
+	if (stat_of(text, "SQEs") >= 16)
+		cr_assert_gt(stat_of(text, "caller"), 0, "%s", text);
+	free(buf);
+	close(fd);
+}
+
 /* Reads in order through the drop-in are a stream to the engine: the ones
  * after its first few are counted as its hits. */
 Test(lifecycle, reads_in_order_are_a_stream)

@@ -505,6 +505,7 @@ static void *mixed_stats(void *arg)
 		MONO(partial_inline);
 		MONO(queued);
 		MONO(retries);
+		MONO(blocking_inline);
 		MONO(bytes_inline);
 		MONO(bytes_worker);
 		MONO(probe_calls);

@@ -16,14 +16,8 @@ gen=$root/build/include
 [ -r "$gen/fsaio_version.h" ] || { echo "build.sh: run meson setup build first" >&2; exit 2; }
 $cc -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DFSAIO_BUILDING -std=gnu11 \
-	-I"$root/include" -I"$gen" -I"$root/lib/shim" -I"$root/lib" \
+	-I"$root/include" -I"$gen" -I"$root/lib/shim" -I"$root/lib" -I"$root/lib/include" \
 	"$here/decode_fuzz.c" \
-	"$root"/lib/shim/ctx.c "$root"/lib/shim/decode.c "$root"/lib/shim/ring.c \
-	"$root"/lib/shim/submit.c \
-	"$root"/lib/ctx.c "$root"/lib/cq.c "$root"/lib/submit.c "$root"/lib/method_file.c \
-	"$root"/lib/method_blocking.c "$root"/lib/method_pollable.c "$root"/lib/poller.c \
-	"$root"/lib/method_direct.c "$root"/lib/uring.c "$root"/lib/readahead.c \
-	"$root"/lib/probe.c "$root"/lib/pool.c "$root"/lib/stats.c "$root"/lib/fdtable.c \
-	"$root"/lib/version.c \
+	$(ls "$root"/lib/shim/*.c | grep -v /libaio.c) "$root"/lib/*.c \
 	-luring -lpthread -o "$out"
 echo "built $out"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the libaio drop-in's submit-time judging of one iocb
- * (lib/shim/decode.c), without a context. The input is an iocb (64 bytes)
+ * (lib/shim/decode.c), with a bare context that holds only the eventfd
+ * cache (emptied after each input). The input is an iocb (64 bytes)
  * followed by a selector byte: the selector maps aio_fildes and aio_resfd
  * onto a fixed set of real fds (regular file, O_PATH, directory, pipe,
  * socket, eventfd, memfd, closed) or leaves them raw, and aio_buf onto a
@@ -30,6 +31,7 @@
 static int fds[NFD];
 static char buf[65536];
 static struct iovec iovs[64];
+static struct shim_ctx ctx;   /* only its lock and eventfd cache are used */
 
 static void setup(void)
 {
@@ -39,6 +41,8 @@ static void setup(void)
 
 	if (fds[0])
 		return;
+	pthread_mutex_init(&ctx.lock, NULL);
+	shim__resfd_init(&ctx);
 	/* On disk, in the build tree (or the current directory). */
 	snprintf(path, sizeof(path), "%s/decode-fuzz-XXXXXX", dir ? dir : ".");
 	fds[0] = mkstemp(path);
@@ -126,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	memset(&s, 0, sizeof(s));
-	ret = shim__decode_fd(&s, &cb);
+	ret = shim__decode_fd(&ctx, &s, &cb);
 	if (!ret)
 		ret = shim__decode_op(&s, &cb);
 	if (ret)
@@ -154,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	shim__decode_undo(&s);
+	shim__resfd_fini(&ctx);
 	/* Nothing kept: the lowest free fd is the one it was. */
 	if (lowest_free_fd() != before)
 		abort();
