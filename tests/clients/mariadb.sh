@@ -73,10 +73,14 @@ start() {
 	fail "mariadbd died at start: $(tail -30 "$md_log")"
 }
 
-# started N: start N, and InnoDB kept native AIO (it falls back to its
-# own simulated AIO, with a warning, when io_setup fails).
+# started N: start N, the drop-in is loaded in the server (ld.so only
+# warns when it cannot preload it), and InnoDB kept native AIO (it falls
+# back to its own simulated AIO, with a warning, when io_setup fails).
 started() {
 	start "$1"
+	if [ "$mode" != kernel ] && ! grep -qF "$(realpath "$FSAIO_SHIM")" "/proc/$md_pid/maps"; then
+		fail "the drop-in is not loaded in mariadbd: $(grep -m3 "ld\.so" "$md_log")"
+	fi
 	[ "$(md_sql "SELECT @@innodb_use_native_aio")" = 1 ] ||
 		fail "InnoDB gave up native AIO: $(grep -i "aio\|io_setup" "$md_log")"
 }
