@@ -73,6 +73,18 @@ start() {
 	fail "mariadbd died at start: $(tail -30 "$md_log")"
 }
 
+# started N: start N, the drop-in is loaded in the server (ld.so only
+# warns when it cannot preload it), and InnoDB kept native AIO (it falls
+# back to its own simulated AIO, with a warning, when io_setup fails).
+started() {
+	start "$1"
+	if [ "$mode" != kernel ] && ! grep -qF "$(realpath "$FSAIO_SHIM")" "/proc/$md_pid/maps"; then
+		fail "the drop-in is not loaded in mariadbd: $(grep -m3 "ld\.so" "$md_log")"
+	fi
+	[ "$(md_sql "SELECT @@innodb_use_native_aio")" = 1 ] ||
+		fail "InnoDB gave up native AIO: $(grep -i "aio\|io_setup" "$md_log")"
+}
+
 # check_log N: error log N has no [ERROR], and says native AIO is on.
 check_log() {
 	local log=$dir/err-$1.log
@@ -146,7 +158,7 @@ checksums() {
 t0=$SECONDS
 echo "== $mode: install, start, load $tables x $rows rows (8 MiB buffer pool)"
 md_install
-start 1
+started 1
 md_sql "CREATE DATABASE sbtest"
 md_sysbench oltp_read_write --tables=$tables --table-size=$rows --threads=2 prepare \
 	>"$dir/prepare.out" 2>&1 || fail "sysbench prepare: $(tail -20 "$dir/prepare.out")"
@@ -162,7 +174,7 @@ served 1
 
 echo "== restart with the files out of the page cache, CHECK TABLE, the same checksums, read-write again"
 md_evict
-start 2
+started 2
 check_tables
 [ "$(checksums)" = "$sums" ] || fail "checksums changed across a clean restart: $sums / $(checksums)"
 rw $events
@@ -171,7 +183,7 @@ check_log 2
 served 2
 
 echo "== read-write killed with SIGKILL after some commits"
-start 3
+started 3
 base=$(md_sql "SHOW GLOBAL STATUS LIKE 'Com_commit'" | cut -f2)
 md_sysbench oltp_read_write --tables=$tables --table-size=$rows --threads=4 \
 	--events=0 --time=600 --rand-seed=7 run >"$dir/killed.out" 2>&1 &
@@ -190,7 +202,7 @@ check_log 3
 
 echo "== restart with the files out of the page cache: crash recovery, CHECK TABLE"
 md_evict
-start 4
+started 4
 grep -q "InnoDB: Starting crash recovery" "$dir/err-4.log" ||
 	fail "no crash recovery: $(grep InnoDB "$dir/err-4.log")"
 grep -E "crash recovery|To recover|recover" "$dir/err-4.log" | sed 's/^[0-9-]* [0-9:]* 0 //'
