@@ -9,7 +9,9 @@
  * helpers listed here (the header's, checked by tests/ffi/exports.sh).
  * Exit 0 when all agree, 1 with one line per difference otherwise.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE             /* dlvsym */
+#endif
 #include <dlfcn.h>
 #include <poll.h>
 #include <stdio.h>
