@@ -462,8 +462,12 @@ void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
 bool fsaio__ra_start(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	uint64_t total = fsaio__total(r);
+	struct fsaio__ra *ra;
 
-	if (ctx->ra->off || fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= total)
+	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= total)
+		return false;
+	/* The table holds whether readahead is off; made at the first miss. */
+	if (!(ra = ra_get(ctx)) || ra->off)
 		return false;
 	if (r->hints_ & FSAIO__HINT_KERNEL_RA)
 		return true;
