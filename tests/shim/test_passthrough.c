@@ -77,16 +77,16 @@ Test(passthrough, pipe_read_write)
 
 	r = SC(&err, SYS_pipe2, p, O_CLOEXEC);
 	ok(r, err, 0);
-	r = SC(&err, SYS_write, p[1], "hello", 5);
+	r = SC(&err, SYS_write, p[1], "hello", 5L);
 	ok(r, err, 5);
 	r = SC(&err, SYS_read, p[0], buf, sizeof(buf));
 	ok(r, err, 5);
 	cr_assert_str_eq(buf, "hello");
-	r = SC(&err, SYS_fcntl, p[0], F_SETFL, O_NONBLOCK);
+	r = SC(&err, SYS_fcntl, p[0], F_SETFL, (long)O_NONBLOCK);
 	ok(r, err, 0);
 	r = SC(&err, SYS_read, p[0], buf, sizeof(buf));
 	fails(r, err, EAGAIN);
-	r = SC(&err, SYS_write, p[1], (void *)-1L, 5);
+	r = SC(&err, SYS_write, p[1], (void *)-1L, 5L);
 	fails(r, err, EFAULT);
 	close(p[0]);
 	close(p[1]);
@@ -121,23 +121,25 @@ Test(passthrough, futex)
 }
 
 /* mmap's sixth argument is the file offset: the page mapped is the one
- * asked for. */
+ * asked for. Every argument is passed as a long, as syscall(2) reads them:
+ * an int passed to a variadic function may carry garbage in its upper half
+ * (clang at -O3 leaves it there), and mmap reads all six as longs. */
 Test(passthrough, mmap_six_arguments)
 {
 	int fd = t_file(4 * 4096, 41), err;
 	unsigned char *m;
 	long r;
 
-	m = (void *)SC(&err, SYS_mmap, NULL, 4096, PROT_READ, MAP_SHARED, fd, 2 * 4096);
+	m = (void *)SC(&err, SYS_mmap, NULL, 4096L, (long)PROT_READ, (long)MAP_SHARED, (long)fd, 2 * 4096L);
 	cr_assert_neq((void *)m, MAP_FAILED);
 	cr_assert_eq(err, SENTINEL);
 	t_check(m, 4096, 2 * 4096, 41);
-	r = SC(&err, SYS_munmap, m, 4096);
+	r = SC(&err, SYS_munmap, m, 4096L);
 	ok(r, err, 0);
 	/* An offset that is not page aligned. */
-	r = SC(&err, SYS_mmap, NULL, 4096, PROT_READ, MAP_SHARED, fd, 100);
+	r = SC(&err, SYS_mmap, NULL, 4096L, (long)PROT_READ, (long)MAP_SHARED, (long)fd, 100L);
 	fails(r, err, EINVAL);
-	r = SC(&err, SYS_mmap, NULL, 4096, PROT_READ, MAP_SHARED, -1, 0);
+	r = SC(&err, SYS_mmap, NULL, 4096L, (long)PROT_READ, (long)MAP_SHARED, -1L, 0L);
 	fails(r, err, EBADF);
 	close(fd);
 }
