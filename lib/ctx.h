@@ -14,22 +14,13 @@
 
 #include <stdatomic.h>
 
+#include "counters.h"
 #include "cq.h"
 #include "fdtable.h"
 #include "poller.h"
 #include "pool.h"
 #include "req.h"
 
-struct fsaio__counters {
-	_Atomic uint64_t requests, completed_inline, partial_inline, queued, retries;
-	_Atomic uint64_t bytes_inline, bytes_worker, probe_calls, probe_cold, cancelled;
-	/* readahead.c, uring.c */
-	_Atomic uint64_t ra_calls, ra_bytes, stream_hits, uring_sqes, bytes_uring;
-	/* getevents.c, cq.c, method_file.c, uring_reap.c */
-	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
-	_Atomic uint64_t ring_reaped_caller, ring_reaped_thread;
-	_Atomic uint64_t blocking_inline;       /* rw.c */
-};
 
 /* What the poller's step returns besides a res. */
 #define FSAIO__STEP_AGAIN INT64_MIN             /* would block: wait for readiness */
@@ -88,8 +79,7 @@ struct fsaio_ctx {
 extern _Atomic unsigned fsaio__fork_gen;
 bool fsaio__ctx_ok(const struct fsaio_ctx *ctx);
 
-/* A counter of ctx->st: relaxed, bumped where the event happens. */
-#define FSAIO__INC(ctx, field, n) \
-	atomic_fetch_add_explicit(&(ctx)->st.field, (n), memory_order_relaxed)
+/* A counter of ctx->st (counters.h). */
+#define FSAIO__INC(ctx, field, n) FSAIO__COUNT(&(ctx)->st, field, n)
 
 #endif /* FSAIO_CTX_H */

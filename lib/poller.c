@@ -41,6 +41,7 @@
 
 #include "cq.h"
 #include "ctx.h"
+#include "list.h"
 #include "poller.h"
 #include "req.h"
 #include "poller_table.h"
@@ -88,26 +89,12 @@ static void run_on(struct fsaio_req *r, int fd)
 
 static void push(struct fsaio__pfd *p, int d, struct fsaio_req *r)
 {
-	r->next_ = NULL;
-	r->prev_ = p->tail[d];
-	if (p->tail[d])
-		p->tail[d]->next_ = r;
-	else
-		p->head[d] = r;
-	p->tail[d] = r;
+	FSAIO__LIST_APPEND(p->head[d], p->tail[d], r, next_, prev_);
 }
 
 static void list_unlink(struct fsaio__pfd *p, int d, struct fsaio_req *r)
 {
-	if (r->prev_)
-		r->prev_->next_ = r->next_;
-	else
-		p->head[d] = r->next_;
-	if (r->next_)
-		r->next_->prev_ = r->prev_;
-	else
-		p->tail[d] = r->prev_;
-	r->next_ = r->prev_ = NULL;
+	FSAIO__LIST_UNLINK(p->head[d], p->tail[d], r, next_, prev_);
 }
 
 /* A singly linked chain of requests taken off the lists (through next_). */

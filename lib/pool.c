@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "ctx.h"
+#include "list.h"
 #include "pool.h"
 #include "req.h"
 
@@ -93,15 +94,7 @@ void fsaio__pool_fini(struct fsaio__pool *p)
 
 static void fifo_unlink(struct fsaio__pool *p, struct fsaio_req *r)
 {
-	if (r->prev_)
-		r->prev_->next_ = r->next_;
-	else
-		p->head = r->next_;
-	if (r->next_)
-		r->next_->prev_ = r->prev_;
-	else
-		p->tail = r->prev_;
-	r->next_ = r->prev_ = NULL;
+	FSAIO__LIST_UNLINK(p->head, p->tail, r, next_, prev_);
 	p->queued--;
 }
 
@@ -229,13 +222,7 @@ static int queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool started)
 
 	pthread_mutex_lock(&p->lock);
 	r->exec_ = started ? STARTED : 0;
-	r->next_ = NULL;
-	r->prev_ = p->tail;
-	if (p->tail)
-		p->tail->next_ = r;
-	else
-		p->head = r;
-	p->tail = r;
+	FSAIO__LIST_APPEND(p->head, p->tail, r, next_, prev_);
 	p->queued++;
 	fsaio__state_set(r, FSAIO__QUEUED);
 	/* A started read needs no worker of its own while enough are on their

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "px.h"
+#include "list.h"
 #include "nocancel.h"
 
 #define PX_BUCKETS 64
@@ -185,13 +186,7 @@ static void unhold(struct bucket *b, struct px_req *r, uint8_t state)
 /* Append r to its bucket and count what it waits for. bucket lock held. */
 static void link_req(struct bucket *b, struct px_req *r)
 {
-	r->prev = b->tail;
-	r->next = NULL;
-	if (b->tail)
-		b->tail->next = r;
-	else
-		b->head = r;
-	b->tail = r;
+	FSAIO__LIST_APPEND(b->head, b->tail, r, next, prev);
 	r->seq = b->seq++;
 	r->state = PX_SUBMITTING;
 	if (!r->barrier)
@@ -220,15 +215,7 @@ static void unlink_req(struct bucket *b, struct px_req *r, struct px_req **ready
 		y->dnext = *ready;
 		*ready = y;
 	}
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		b->head = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		b->tail = r->prev;
-	r->next = r->prev = NULL;
+	FSAIO__LIST_UNLINK(b->head, b->tail, r, next, prev);
 }
 
 /* PX_QUEUED -> PX_SUBMITTING: false if a canceller took it first. */

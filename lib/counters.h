@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A context's counters (fsaio_stats): relaxed atomics, each bumped where
+ * its event happens. A part that counts is given a pointer to them (or
+ * keeps its own and stats.c adds them up), never the whole context.
+ */
+#ifndef FSAIO_COUNTERS_H
+#define FSAIO_COUNTERS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct fsaio__counters {
+	_Atomic uint64_t requests, completed_inline, partial_inline, queued, retries;
+	_Atomic uint64_t bytes_inline, bytes_worker, probe_calls, probe_cold, cancelled;
+	/* readahead.c, uring.c */
+	_Atomic uint64_t ra_calls, ra_bytes, stream_hits, uring_sqes, bytes_uring;
+	/* getevents.c, cq.c, method_file.c, uring_reap.c */
+	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
+	_Atomic uint64_t ring_reaped_caller, ring_reaped_thread;
+	_Atomic uint64_t blocking_inline;       /* rw.c */
+};
+
+#define FSAIO__COUNT(st, field, n) \
+	atomic_fetch_add_explicit(&(st)->field, (n), memory_order_relaxed)
+
+#endif /* FSAIO_COUNTERS_H */
