@@ -110,21 +110,25 @@ static bool write_edges_cached(struct fsaio_ctx *ctx, const struct fsaio_req *r)
  * which tries the page cache itself inside io_uring_enter: no probe, no
  * failed NOWAIT attempt. One read in SAMPLE_EVERY still takes the inline
  * path, so an fd that turned hot is served inline again; one hit ends the
- * streak. A workload with hits among its misses never builds one, and a
- * sequential stream's reads always take the inline path: readahead (the
- * kernel's or ours) is there to make them hit.
+ * streak. A sample skips the probe: its NOWAIT attempt alone both samples
+ * and, on a miss, starts the read (a probe of a cold range adds a cachestat
+ * and an fstat). A workload with hits among its misses never builds a
+ * streak, and a sequential stream's reads always take the inline path:
+ * readahead (the kernel's or ours) is there to make them hit.
  */
 #define STRAIGHT_AFTER 4
-#define SAMPLE_EVERY 16
+#define SAMPLE_EVERY 32
 
-static bool straight_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r,
-			     struct fsaio__fdinfo fi)
+enum straight { NOT_STRAIGHT, STRAIGHT, SAMPLE };
+
+static enum straight straight_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r,
+				      struct fsaio__fdinfo fi)
 {
 	if (fsaio__fd_misses(fi) < STRAIGHT_AFTER - 1 || (r->rw_flags & RWF_NOWAIT) ||
 	    (r->hints_ & FSAIO__HINT_SEQ) || !fsaio__miss_to_ring(ctx, r))
-		return false;
+		return NOT_STRAIGHT;
 	return atomic_fetch_add_explicit(&ctx->straight_seq, 1, memory_order_relaxed) %
-	       SAMPLE_EVERY != 0;
+	       SAMPLE_EVERY ? STRAIGHT : SAMPLE;
 }
 
 /* The fs refused NOWAIT: copy inline only what the probe says is cached. */
@@ -252,7 +256,9 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	 * -EOPNOTSUPP where the fs refuses it), whatever the fd's history. */
 	if ((fi.flags & refused) && !(r->rw_flags & RWF_NOWAIT))
 		return start_resident(ctx, r, fi, b);
-	if (!write && straight_to_ring(ctx, r, fi)) {
+	enum straight st = write ? NOT_STRAIGHT : straight_to_ring(ctx, r, fi);
+
+	if (st == STRAIGHT) {
 		FSAIO__INC(ctx, straight_to_ring, 1);
 		fsaio__batch_nocancel(b);
 		fsaio__miss(ctx, r, b);
@@ -260,7 +266,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	}
 	/* Reads only: a write needs few of its pages cached (write_edges_cached).
 	 * Not with the caller's RWF_NOWAIT: the kernel answers that one. */
-	if (!write && !(ctx->flags & FSAIO_CTX_NO_PROBE) && !(r->rw_flags & RWF_NOWAIT) &&
+	if (!write && st != SAMPLE && !(ctx->flags & FSAIO_CTX_NO_PROBE) &&
+	    !(r->rw_flags & RWF_NOWAIT) &&
 	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
 	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);

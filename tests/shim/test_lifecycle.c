@@ -305,16 +305,22 @@ Test(lifecycle, reads_take_the_way_the_cache_says)
 
 	T_SHIM_ONLY("FSAIO_STATS is the shim's");
 	fd = t_file(1 << 20, 65);
-	t_cold(fd);
 	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
-	for (int i = 0; i < 3; i++)
-		cr_assert_eq(pread(fd, buf, sizeof(buf), blocks[i] * 4096), 4096);
-	cr_assert_eq(t_cached_pages(fd, 200 * 4096, 4096), 0);
-	ctx = t_ctx(8);
-	for (unsigned i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
-		read_block(ctx, fd, buf, blocks[i], 65);
-	destroy_with_stats(ctx, text, sizeof(text));
-	cr_assert_eq(stat_of(text, "requests"), 6, "%s", text);
+	/* The kernel may bring block 200 in before the engine reads it: then
+	 * every read was a hit, and the setup is made again. */
+	for (int attempt = 0;; attempt++) {
+		t_cold(fd);
+		for (int i = 0; i < 3; i++)
+			cr_assert_eq(pread(fd, buf, sizeof(buf), blocks[i] * 4096), 4096);
+		cr_assert_eq(t_cached_pages(fd, 200 * 4096, 4096), 0);
+		ctx = t_ctx(8);
+		for (unsigned i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+			read_block(ctx, fd, buf, blocks[i], 65);
+		destroy_with_stats(ctx, text, sizeof(text));
+		cr_assert_eq(stat_of(text, "requests"), 6, "%s", text);
+		if (stat_of(text, "inline") < 6 || attempt == 4)
+			break;
+	}
 	/* The miss alone left the submitter; the read after it was probed. */
 	cr_assert_eq(stat_of(text, "inline"), 5, "%s", text);
 	cr_assert_eq(stat_of(text, "probes"), 1, "%s", text);
