@@ -98,6 +98,9 @@ int bench_pa_submit(void *state, struct bench_slot **v, unsigned n);
 int bench_pa_reap(void *state, unsigned min, unsigned max, struct bench_slot **done);
 void bench_pa_teardown(void *state);
 
+/* m_pread.c: one slot's I/O with pread/pwrite on fd, its result in res. */
+void bench_slot_pio(int fd, struct bench_slot *sl);
+
 extern const struct bench_method bench_m_fsaio, bench_m_fsaio_shim;
 extern const struct bench_method bench_m_fsaio_direct, bench_m_fsaio_nora, bench_m_fsaio_pool;
 extern const struct bench_method bench_m_kaio_buffered, bench_m_kaio_direct;
@@ -118,5 +121,18 @@ int bench_probe_direct(const struct bench_job *job, char *why, size_t whylen);
 void bench_close_files(const struct bench_job *job, int *fds);
 
 uint64_t bench_now_ns(void);
+
+/* dl.c: a drop-in's function NAME at VERSION, stored through fn. */
+struct bench_dl_sym {
+	const char *name, *version;
+	void **fn;
+};
+/* NAME in ../lib/ beside this program, in buf, or NULL if not there. */
+const char *bench_beside_exe(const char *name, char *buf, size_t n);
+/* dlopen PATH apart from this program and take every one of SYMS (any
+ * version where a versioned one is missing, if any_version): the handle,
+ * or NULL and why. */
+void *bench_dl_open(const char *path, const struct bench_dl_sym *syms, unsigned nsyms,
+		    bool any_version, char *why, size_t n);
 
 #endif /* FSAIO_BENCH_H */

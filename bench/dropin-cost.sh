@@ -30,27 +30,17 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 dir=.
 build=$here/../build
 out=
-while getopts d:b:o:h opt; do
-	case $opt in
-	d) dir=$OPTARG ;;
-	b) build=$OPTARG ;;
-	o) out=$OPTARG ;;
-	*) sed -n '2,29p' "$0"; exit 2 ;;
-	esac
-done
+bench_opts "d:dir b:build o:out" "$@"
 build=$(cd "$build" && pwd)
 bench=$build/bench/fsaio-bench
 run=$build/lib/shim/fsaio-run
 shim=$build/lib/libfsaio-libaio.so
-for f in "$bench" "$run" "$shim" "$build/lib/libfsaio-posixaio.so"; do
-	[ -r "$f" ] || { echo "dropin-cost.sh: no $f (build the tree, or use -b)" >&2; exit 2; }
-done
-for p in perf fio fincore numfmt; do
-	command -v $p >/dev/null || { echo "dropin-cost.sh: $p not installed" >&2; exit 2; }
-done
+bench_have "build the tree, or use -b" "$bench" "$run" "$shim" "$build/lib/libfsaio-posixaio.so"
+bench_need perf fio fincore numfmt
 out=${out:-$dir/dropin-cost.$$}
 mkdir -p "$out"
 file=$dir/fsaio-bench.0.dat

@@ -11,7 +11,6 @@
 #include "bench.h"
 
 #include <aio.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,8 +24,6 @@ static void *lib;
 static const char *find(const struct bench_job *job, char *buf, size_t n)
 {
 	const char *env = getenv("FSAIO_POSIX_SHIM");
-	char exe[PATH_MAX];
-	ssize_t len;
 
 	if (env && *env)
 		return env;
@@ -38,17 +35,8 @@ static const char *find(const struct bench_job *job, char *buf, size_t n)
 		if (access(buf, R_OK) == 0)
 			return buf;
 	}
-	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len > 0) {
-		exe[len] = 0;
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = 0;
-			snprintf(buf, n, "%s/../lib/libfsaio-posixaio.so", exe);
-			if (access(buf, R_OK) == 0)
-				return buf;
-		}
-	}
+	if (bench_beside_exe("libfsaio-posixaio.so", buf, n))
+		return buf;
 	/* Installed: by its soname, which the runtime package holds. */
 	if (access(FSAIO_BENCH_POSIX_INSTALLED, R_OK) == 0)
 		return FSAIO_BENCH_POSIX_INSTALLED;
@@ -60,7 +48,6 @@ static int load(const struct bench_job *job, char *why, size_t n)
 {
 	char buf[PATH_MAX + 32];
 	const char *path;
-	void *h;
 
 	if (lib)
 		return 0;
@@ -69,26 +56,15 @@ static int load(const struct bench_job *job, char *why, size_t n)
 		snprintf(why, n, "libfsaio-posixaio.so not found (not built yet?)");
 		return -1;
 	}
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-#else
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-#endif
-	if (!h) {
-		snprintf(why, n, "%s", dlerror());
-		return -1;
-	}
-	*(void **)&api.lio_listio = dlvsym(h, "lio_listio", "GLIBC_2.34");
-	*(void **)&api.error = dlvsym(h, "aio_error", "GLIBC_2.34");
-	*(void **)&api.ret = dlvsym(h, "aio_return", "GLIBC_2.34");
-	*(void **)&api.suspend = dlvsym(h, "aio_suspend", "GLIBC_2.34");
-	if (!api.lio_listio || !api.error || !api.ret || !api.suspend) {
-		snprintf(why, n, "%s lacks lio_listio/aio_error/aio_return/aio_suspend", path);
-		dlclose(h);
-		return -1;
-	}
-	lib = h;
-	return 0;
+	/* By version only: plain dlsym would find glibc's, a dependency. */
+	const struct bench_dl_sym syms[] = {
+		{ "lio_listio", "GLIBC_2.34", (void **)&api.lio_listio },
+		{ "aio_error", "GLIBC_2.34", (void **)&api.error },
+		{ "aio_return", "GLIBC_2.34", (void **)&api.ret },
+		{ "aio_suspend", "GLIBC_2.34", (void **)&api.suspend },
+	};
+	lib = bench_dl_open(path, syms, 4, false, why, n);
+	return lib ? 0 : -1;
 }
 
 static int fp_probe(const struct bench_job *job, char *why, size_t n)

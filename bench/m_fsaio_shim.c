@@ -9,7 +9,6 @@
  */
 #include "kaio.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,14 +50,6 @@ static int s_destroy(unsigned long ctx)
 
 static const struct kaio_abi shim_abi = { s_setup, s_submit, s_getevents, s_destroy };
 
-/* The version a program linked against libaio binds (io_getevents has an
- * older LIBAIO_0.1 twin); an unversioned library gets plain dlsym. */
-static void *sym(void *h, const char *name, const char *version)
-{
-	void *p = dlvsym(h, name, version);
-	return p ? p : dlsym(h, name);
-}
-
 /* Loaded once and never closed: its worker threads may outlive a run's
  * teardown by a moment, and unloading code under them is not worth it. */
 static int load(const char *path, char *why, size_t n)
@@ -69,28 +60,16 @@ static int load(const char *path, char *why, size_t n)
 		snprintf(why, n, "libfsaio-libaio.so not found (not built yet?)");
 		return -1;
 	}
-	/* The sanitizer runtimes refuse RTLD_DEEPBIND; without it the shim's
-	 * io_* still bind to itself, as this program defines none. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-#else
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-#endif
-	if (!h) {
-		snprintf(why, n, "%s", dlerror());
-		return -1;
-	}
-	*(void **)&f_setup = sym(h, "io_setup", "LIBAIO_0.4");
-	*(void **)&f_submit = sym(h, "io_submit", "LIBAIO_0.1");
-	*(void **)&f_getevents = sym(h, "io_getevents", "LIBAIO_0.4");
-	*(void **)&f_destroy = sym(h, "io_destroy", "LIBAIO_0.4");
-	if (!f_setup || !f_submit || !f_getevents || !f_destroy) {
-		snprintf(why, n, "%s lacks io_setup/io_submit/io_getevents/io_destroy", path);
-		dlclose(h);
-		return -1;
-	}
-	lib = h;
-	return 0;
+	/* The versions a program linked against libaio binds (io_getevents
+	 * has an older LIBAIO_0.1 twin); an unversioned library gets any. */
+	const struct bench_dl_sym syms[] = {
+		{ "io_setup", "LIBAIO_0.4", (void **)&f_setup },
+		{ "io_submit", "LIBAIO_0.1", (void **)&f_submit },
+		{ "io_getevents", "LIBAIO_0.4", (void **)&f_getevents },
+		{ "io_destroy", "LIBAIO_0.4", (void **)&f_destroy },
+	};
+	lib = bench_dl_open(path, syms, 4, true, why, n);
+	return lib ? 0 : -1;
 }
 
 static int sh_probe(const struct bench_job *job, char *why, size_t n)

@@ -40,18 +40,22 @@ static int p_setup(const struct bench_job *job, void **out)
 	return 0;
 }
 
+void bench_slot_pio(int fd, struct bench_slot *sl)
+{
+	ssize_t r;
+	do {
+		r = sl->op == BOP_READ ? pread(fd, sl->buf, sl->len, (off_t)sl->off)
+				       : pwrite(fd, sl->buf, sl->len, (off_t)sl->off);
+	} while (r < 0 && errno == EINTR);
+	sl->res = r < 0 ? -(int64_t)errno : r;
+}
+
 static int p_submit(void *state, struct bench_slot **v, unsigned n)
 {
 	struct st *s = state;
 	for (unsigned i = 0; i < n; i++) {
-		struct bench_slot *sl = v[i];
-		ssize_t r;
-		do {
-			r = sl->op == BOP_READ ? pread(s->fds[sl->file], sl->buf, sl->len, (off_t)sl->off)
-					       : pwrite(s->fds[sl->file], sl->buf, sl->len, (off_t)sl->off);
-		} while (r < 0 && errno == EINTR);
-		sl->res = r < 0 ? -(int64_t)errno : r;
-		s->done[s->ndone++] = sl;
+		bench_slot_pio(s->fds[v[i]->file], v[i]);
+		s->done[s->ndone++] = v[i];
 	}
 	return (int)n;
 }

@@ -51,12 +51,7 @@ static void *worker(void *arg)
 		s->q_len--;
 		pthread_mutex_unlock(&s->q_lock);
 
-		ssize_t r;
-		do {
-			r = sl->op == BOP_READ ? pread(s->fds[sl->file], sl->buf, sl->len, (off_t)sl->off)
-					       : pwrite(s->fds[sl->file], sl->buf, sl->len, (off_t)sl->off);
-		} while (r < 0 && errno == EINTR);
-		sl->res = r < 0 ? -(int64_t)errno : r;
+		bench_slot_pio(s->fds[sl->file], sl);
 
 		pthread_mutex_lock(&s->d_lock);
 		s->d[s->d_len++] = sl;

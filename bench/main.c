@@ -269,19 +269,9 @@ static const char *find_shim(const char *opt)
 	const char *env = getenv("FSAIO_SHIM");
 	if (env && *env)
 		return access(env, R_OK) == 0 ? env : NULL;
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = 0;
-			/* build/bench/ beside build/lib/, or bin/ beside lib/ */
-			snprintf(buf, sizeof(buf), "%s/../lib/libfsaio-libaio.so", exe);
-			if (access(buf, R_OK) == 0)
-				return buf;
-		}
-	}
+	/* build/bench/ beside build/lib/, or bin/ beside lib/ */
+	if (bench_beside_exe("libfsaio-libaio.so", buf, sizeof(buf)))
+		return buf;
 	if (access(FSAIO_BENCH_SHIM_INSTALLED, R_OK) == 0)
 		return FSAIO_BENCH_SHIM_INSTALLED;
 	return NULL;

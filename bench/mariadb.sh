@@ -21,6 +21,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 dir=./fsaio-mariadb-bench
 shim=$here/../build/lib/libfsaio-libaio.so
 run=$here/../build/lib/shim/fsaio-run
@@ -30,24 +31,12 @@ threads=4
 tables=8
 rows=50000
 methods=fsaio,kernel,direct
-while getopts d:s:r:t:n:T:R:m:h opt; do
-	case $opt in
-	d) dir=$OPTARG ;;
-	s) shim=$OPTARG ;;
-	r) rounds=$OPTARG ;;
-	t) secs=$OPTARG ;;
-	n) threads=$OPTARG ;;
-	T) tables=$OPTARG ;;
-	R) rows=$OPTARG ;;
-	m) methods=$OPTARG ;;
-	*) sed -n '2,21p' "$0"; exit 2 ;;
-	esac
-done
+bench_opts "d:dir s:shim r:rounds t:secs n:threads T:tables R:rows m:methods" "$@"
 # shellcheck source=tests/clients/mariadb_server.sh
 . "$here/../tests/clients/mariadb_server.sh"
 missing=$(md_missing)
 [ -z "$missing" ] || { echo "mariadb.sh: not installed: $missing" >&2; exit 2; }
-[ -r "$shim" ] || { echo "mariadb.sh: no drop-in at $shim (use -s)" >&2; exit 2; }
+bench_have "use -s" "$shim"
 export FSAIO_SHIM=$shim
 
 mkdir -p "$dir"

@@ -342,12 +342,36 @@ static void csv_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void csv_num(FILE *f, double v)
+/* v as both outputs write a number; a NaN or an infinity as none. */
+static void put_num(FILE *f, double v, const char *none)
 {
 	if (isnan(v) || isinf(v))
-		fputs(",", f);
+		fputs(none, f);
 	else
-		fprintf(f, ",%.6g", v);
+		fprintf(f, "%.6g", v);
+}
+
+static void csv_num(FILE *f, double v)
+{
+	fputc(',', f);
+	put_num(f, v, "");
+}
+
+/* An output file named by option OPT; an error is one line on stderr. */
+static FILE *out_open(const char *opt, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		fprintf(stderr, "fsaio-bench: %s %s: %s\n", opt, path, strerror(errno));
+	return f;
+}
+
+static int out_close(FILE *f, const char *opt, const char *path)
+{
+	if (fclose(f) == 0)
+		return 0;
+	fprintf(stderr, "fsaio-bench: %s %s: %s\n", opt, path, strerror(errno));
+	return -1;
 }
 
 static const char *rw_name(enum bench_rw rw)
@@ -362,11 +386,9 @@ static const char *cache_name(enum bench_cache c)
 
 int bench_report_csv(const struct bench_report *rp, const char *path)
 {
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		fprintf(stderr, "fsaio-bench: --csv %s: %s\n", path, strerror(errno));
+	FILE *f = out_open("--csv", path);
+	if (!f)
 		return -1;
-	}
 	fprintf(f, "preset,pattern,rw,cache,hot_pct,bs,depth,files,size,fadvise,method,status,reason,reps,"
 		"depth_used,iops,mib_s,ratio_kaio_direct,ref_method,ratio_ref,"
 		"lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,hot_p50_us,hot_p99_us,hot_p999_us,"
@@ -421,11 +443,7 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 			}
 		}
 	}
-	if (fclose(f) != 0) {
-		fprintf(stderr, "fsaio-bench: --csv %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return out_close(f, "--csv", path);
 }
 
 /* ---- JSON ---- */
@@ -484,15 +502,32 @@ static void json_str(FILE *f, const char *str)
 
 static void json_num(FILE *f, double v)
 {
-	if (isnan(v) || isinf(v))
-		fputs("null", f);
-	else
-		fprintf(f, "%.6g", v);
+	put_num(f, v, "null");
 }
 
-static void json_lat(FILE *f, const char *name, const double *v, unsigned n)
+/* ", "KEY": " and the value, as every field after an object's first. */
+static void json_key_num(FILE *f, const char *key, double v)
 {
-	static const char *const keys[] = { "p50", "p99", "p999", "max" };
+	fprintf(f, ", \"%s\": ", key);
+	json_num(f, v);
+}
+
+static void json_key_str(FILE *f, const char *key, const char *v)
+{
+	fprintf(f, ", \"%s\": ", key);
+	json_str(f, v);
+}
+
+/* A top-level field after the first, on a line of its own. */
+static void json_top_str(FILE *f, const char *key, const char *v)
+{
+	fprintf(f, ",\n  \"%s\": ", key);
+	json_str(f, v);
+}
+
+/* ", "NAME": {"KEY": v, ...}": a field of N numbers named by KEYS. */
+static void json_nums(FILE *f, const char *name, const char *const *keys, const double *v, unsigned n)
+{
 	fprintf(f, ", \"%s\": {", name);
 	for (unsigned k = 0; k < n; k++) {
 		fprintf(f, "%s\"%s\": ", k ? ", " : "", keys[k]);
@@ -503,28 +538,21 @@ static void json_lat(FILE *f, const char *name, const double *v, unsigned n)
 
 int bench_report_json(const struct bench_report *rp, const char *path)
 {
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		fprintf(stderr, "fsaio-bench: --json %s: %s\n", path, strerror(errno));
+	FILE *f = out_open("--json", path);
+	if (!f)
 		return -1;
-	}
 	const struct bench_settings *s = rp->s;
 	fprintf(f, "{\n  \"tool\": \"fsaio-bench\",\n  \"schema\": %d,\n  \"version\": ", JSON_SCHEMA);
 	json_str(f, FSAIO_VERSION_STRING);
-	fprintf(f, ",\n  \"library_version\": ");
-	json_str(f, fsaio_version());
-	fprintf(f, ",\n  \"preset\": ");
-	json_str(f, rp->preset);
-	fprintf(f, ",\n  \"started\": ");
-	json_str(f, rp->started);
-	fprintf(f, ",\n  \"finished\": ");
-	json_str(f, rp->finished);
+	json_top_str(f, "library_version", fsaio_version());
+	json_top_str(f, "preset", rp->preset);
+	json_top_str(f, "started", rp->started);
+	json_top_str(f, "finished", rp->finished);
 	fprintf(f, ",\n  \"machine\": {\"kernel\": ");
 	json_str(f, rp->kernel);
 	fprintf(f, ", \"cpus\": %ld, \"fs\": ", rp->cpus);
 	json_str(f, rp->fs.fstype);
-	fprintf(f, ", \"device\": ");
-	json_str(f, rp->fs.device);
+	json_key_str(f, "device", rp->fs.device);
 	fprintf(f, ", \"read_ahead_kb\": %d, \"loadavg_start\": %.2f, \"loadavg_end\": %.2f},\n"
 		"  \"settings\": {\"dir\": ", rp->fs.read_ahead_kb, rp->load[0], rp->load[1]);
 	json_str(f, s->dir);
@@ -535,8 +563,7 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 	for (unsigned m = 0; m < bench_nmethods; m++) {
 		fprintf(f, "%s\n    {\"name\": ", m ? "," : "");
 		json_str(f, bench_methods[m]->name);
-		fprintf(f, ", \"what\": ");
-		json_str(f, bench_methods[m]->what);
+		json_key_str(f, "what", bench_methods[m]->what);
 		fputc('}', f);
 	}
 	fprintf(f, "\n  ],\n  \"cases\": [");
@@ -559,44 +586,31 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 			json_str(f, bench_methods[m]->name);
 			fprintf(f, ", \"status\": \"%s\"", status_name(cell->status));
 			if (cell->status != ST_OK) {
-				fprintf(f, ", \"reason\": ");
-				json_str(f, cell->why);
+				json_key_str(f, "reason", cell->why);
 				fputc('}', f);
 				continue;
 			}
 			fprintf(f, ", \"reps\": %u, \"depth_used\": %u, \"ios\": %llu, \"seconds\": ", cell->reps_ok,
 				r->depth, (unsigned long long)r->ios);
 			json_num(f, r->secs);
-			fprintf(f, ", \"iops\": ");
-			json_num(f, r->iops);
-			fprintf(f, ", \"mib_s\": ");
-			json_num(f, r->mibps);
-			fprintf(f, ", \"ratio_kaio_direct\": ");
-			json_num(f, ratio_to(rp, c, m, "kaio-direct"));
-			fprintf(f, ", \"ratio_ref\": ");
-			json_num(f, ratio_to(rp, c, m, cs->ref));
-			json_lat(f, "lat_us", r->lat, 4);
-			if (cs->cache == CACHE_MIX) {
-				json_lat(f, "hot_lat_us", r->hot, 4);
-				json_lat(f, "cold_lat_us", r->cold, 4);
-			}
+			json_key_num(f, "iops", r->iops);
+			json_key_num(f, "mib_s", r->mibps);
+			json_key_num(f, "ratio_kaio_direct", ratio_to(rp, c, m, "kaio-direct"));
+			json_key_num(f, "ratio_ref", ratio_to(rp, c, m, cs->ref));
+			static const char *const lk[] = { "p50", "p99", "p999", "max" };
 			static const char *const sk[] = { "p50", "p99", "max" };
-			fprintf(f, ", \"submit_us\": {");
-			for (unsigned k = 0; k < 3; k++) {
-				fprintf(f, "%s\"%s\": ", k ? ", " : "", sk[k]);
-				json_num(f, r->sub[k]);
+			json_nums(f, "lat_us", lk, r->lat, 4);
+			if (cs->cache == CACHE_MIX) {
+				json_nums(f, "hot_lat_us", lk, r->hot, 4);
+				json_nums(f, "cold_lat_us", lk, r->cold, 4);
 			}
-			fprintf(f, "}, \"cpu_s_per_gib\": ");
-			json_num(f, r->cpu_per_gib);
-			fprintf(f, ", \"cpu_us_per_io\": ");
-			json_num(f, r->cpu_us_per_io);
-			fprintf(f, ", \"csw_per_io\": ");
-			json_num(f, r->csw_per_io);
-			fprintf(f, ", \"cpu_s\": ");
-			json_num(f, r->cpu_secs);
+			json_nums(f, "submit_us", sk, r->sub, 3);
+			json_key_num(f, "cpu_s_per_gib", r->cpu_per_gib);
+			json_key_num(f, "cpu_us_per_io", r->cpu_us_per_io);
+			json_key_num(f, "csw_per_io", r->csw_per_io);
+			json_key_num(f, "cpu_s", r->cpu_secs);
 			fprintf(f, ", \"context_switches\": %llu", (unsigned long long)r->csw);
-			fprintf(f, ", \"cached_pct_start\": ");
-			json_num(f, r->cached_pct);
+			json_key_num(f, "cached_pct_start", r->cached_pct);
 			if (r->es.valid)
 				fprintf(f, ", \"engine\": {\"requests\": %llu, \"completed_inline\": %llu, "
 					"\"partial_inline\": %llu, \"queued\": %llu, \"retries\": %llu, "
@@ -620,17 +634,11 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 	for (unsigned i = 0; i < n; i++) {
 		fprintf(f, "%s\n    {\"preset\": ", i ? "," : "");
 		json_str(f, t[i].preset);
-		fprintf(f, ", \"what\": ");
-		json_str(f, t[i].what);
-		fprintf(f, ", \"value\": ");
-		json_num(f, t[i].value);
+		json_key_str(f, "what", t[i].what);
+		json_key_num(f, "value", t[i].value);
 		fprintf(f, ", \"goal_at_least\": %g, \"met\": %s}", t[i].goal,
 			!t[i].measured ? "null" : t[i].value >= t[i].goal ? "true" : "false");
 	}
 	fprintf(f, "%s],\n  \"total_s\": %.1f\n}\n", n ? "\n  " : "", rp->total_secs);
-	if (fclose(f) != 0) {
-		fprintf(stderr, "fsaio-bench: --json %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return out_close(f, "--json", path);
 }

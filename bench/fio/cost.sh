@@ -26,29 +26,18 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
 file=./fsaio-fio-1g.dat
 shim=$here/../../build/lib/libfsaio-libaio.so
 bs2=64k
 depth2=16
 hot_runtime=5
-while getopts f:s:b:d:r:h opt; do
-	case $opt in
-	f) file=$OPTARG ;;
-	s) shim=$OPTARG ;;
-	b) bs2=$OPTARG ;;
-	d) depth2=$OPTARG ;;
-	r) hot_runtime=$OPTARG ;;
-	*) sed -n '2,17p' "$0"; exit 2 ;;
-	esac
-done
-[ -r "$shim" ] || { echo "cost.sh: no drop-in at $shim (use -s)" >&2; exit 2; }
-command -v perf >/dev/null || { echo "cost.sh: perf not installed" >&2; exit 2; }
+bench_opts "f:file s:shim b:bs2 d:depth2 r:hot_runtime" "$@"
+bench_have "use -s" "$shim"
+bench_need perf
 out=$(dirname "$file")/fio-cost.$$
 mkdir -p "$out"
-if [ ! -s "$file" ] || [ "$(stat -c %s "$file")" -ne $((1 << 30)) ]; then
-	fio --name=layout --filename="$file" --size=1g --rw=write --bs=1m \
-		--ioengine=psync --refill_buffers=1 --end_fsync=1 --output=/dev/null
-fi
+bench_layout "$file"
 
 make_cold() {
 	sync "$file"
@@ -77,7 +66,7 @@ one() {
 
 drop=(env LD_PRELOAD="$shim")
 floor_so=$(dirname "$shim")/../bench/libfsaio-libaio-floor.so
-[ -r "$floor_so" ] || { echo "cost.sh: no $floor_so (build the tree first)" >&2; exit 2; }
+bench_have "build the tree first" "$floor_so"
 floor=(env LD_PRELOAD="$(cd "$(dirname "$floor_so")" && pwd)/$(basename "$floor_so")")
 # case PHASE BS DEPTH METHOD... (METHOD: name:engine:direct, dropin or floor)
 case_abba() {

@@ -27,35 +27,21 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
 file=./fsaio-fio-1g.dat
 shim=$here/../../build/lib/libfsaio-libaio.so
 runtime=10
-while getopts f:s:r:h opt; do
-	case $opt in
-	f) file=$OPTARG ;;
-	s) shim=$OPTARG ;;
-	r) runtime=$OPTARG ;;
-	*) sed -n '2,26p' "$0"; exit 2 ;;
-	esac
-done
-[ -r "$shim" ] || { echo "direct.sh: no drop-in at $shim (use -s)" >&2; exit 2; }
-command -v perf >/dev/null || { echo "direct.sh: needs perf" >&2; exit 2; }
-command -v fio >/dev/null || { echo "direct.sh: needs fio" >&2; exit 2; }
-command -v qemu-img >/dev/null || { echo "direct.sh: needs qemu-utils (qemu-img)" >&2; exit 2; }
+bench_opts "f:file s:shim r:runtime" "$@"
+bench_have "use -s" "$shim"
+bench_need perf fio qemu-img
 shim=$(cd "$(dirname "$shim")" && pwd)/$(basename "$shim")
 dir=$(dirname "$file")
 image=$dir/fsaio-qemu-1g.raw
 out=$dir/fio-direct.$$
 mkdir -p "$out"
 
-layout() {
-	if [ ! -s "$1" ] || [ "$(stat -c %s "$1")" -ne $((1 << 30)) ]; then
-		fio --name=layout --filename="$1" --size=1g --rw=write --bs=1m \
-			--ioengine=psync --refill_buffers=1 --end_fsync=1 --output=/dev/null
-	fi
-}
-layout "$file"
-layout "$image"
+bench_layout "$file"
+bench_layout "$image"
 
 # Drop the file's pages: cold buffered reads need it, and O_DIRECT writes
 # should not pay for invalidating cached pages in one run and not the other.

@@ -18,28 +18,17 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
 file=./fsaio-fio-1g.dat
 shim=$here/../../build/lib/libfsaio-libaio.so
 rounds=8
 runtime=3
-while getopts f:s:n:r:h opt; do
-	case $opt in
-	f) file=$OPTARG ;;
-	s) shim=$OPTARG ;;
-	n) rounds=$OPTARG ;;
-	r) runtime=$OPTARG ;;
-	*) sed -n '2,17p' "$0"; exit 2 ;;
-	esac
-done
+bench_opts "f:file s:shim n:rounds r:runtime" "$@"
 floor=$(dirname "$shim")/../bench/libfsaio-libaio-floor.so
 cfloor=$(dirname "$shim")/../bench/libfsaio-libaio-contract-floor.so
-for f in "$shim" "$floor" "$cfloor"; do
-	[ -r "$f" ] || { echo "hot.sh: no $f (build the tree, or use -s)" >&2; exit 2; }
-done
-command -v perf >/dev/null || { echo "hot.sh: perf not installed" >&2; exit 2; }
-[ "$(stat -c %s "$file" 2>/dev/null || echo 0)" -eq $((1 << 30)) ] ||
-	fio --name=layout --filename="$file" --size=1g --rw=write --bs=1m \
-		--ioengine=psync --refill_buffers=1 --end_fsync=1 --output=/dev/null
+bench_have "build the tree, or use -s" "$shim" "$floor" "$cfloor"
+bench_need perf
+bench_layout "$file"
 out=$(dirname "$file")/fio-hot.$$
 mkdir -p "$out"
 cat "$file" >/dev/null

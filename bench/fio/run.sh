@@ -19,19 +19,12 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
 file=./fsaio-fio-1g.dat
 shim=
 hot_runtime=10
 repeats=1
-while getopts f:s:r:n:h opt; do
-	case $opt in
-	f) file=$OPTARG ;;
-	s) shim=$OPTARG ;;
-	r) hot_runtime=$OPTARG ;;
-	n) repeats=$OPTARG ;;
-	*) sed -n '2,18p' "$0"; exit 2 ;;
-	esac
-done
+bench_opts "f:file s:shim r:hot_runtime n:repeats" "$@"
 if [ -z "$shim" ]; then
 	for c in "$here/../../build/lib/libfsaio-libaio.so" \
 		 "$here/../../build-shim/lib/libfsaio-libaio.so" \
@@ -40,15 +33,11 @@ if [ -z "$shim" ]; then
 	done
 fi
 [ -r "$shim" ] || { echo "run.sh: no libfsaio-libaio.so (use -s)" >&2; exit 2; }
-command -v fio >/dev/null || { echo "run.sh: fio not installed" >&2; exit 2; }
+bench_need fio
 out=$(dirname "$file")/fio-results.$$
 mkdir -p "$out"
 
-if [ ! -s "$file" ] || [ "$(stat -c %s "$file")" -ne $((1 << 30)) ]; then
-	echo "laying out $file (1 GiB)"
-	fio --name=layout --filename="$file" --size=1g --rw=write --bs=1m \
-		--ioengine=psync --refill_buffers=1 --end_fsync=1 --output=/dev/null
-fi
+bench_layout "$file" "laying out $file (1 GiB)"
 
 resident() {
 	fincore --bytes --noheadings --output RES "$file" | tr -d ' '

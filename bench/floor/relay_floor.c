@@ -147,6 +147,30 @@ static struct iocb *prep_iocb(struct iocb *c, long sent, bool resfd)
 	return c;
 }
 
+/* A fresh kernel AIO context in kctx. */
+static void kaio_setup(void)
+{
+	kctx = 0;
+	if (syscall(SYS_io_setup, 128, &kctx) < 0) {
+		perror("io_setup");
+		exit(1);
+	}
+}
+
+/* Submit to the kernel, one io_submit per request, until depth are in
+ * flight or all count are sent; *sent counts them. */
+static void kaio_fill(struct iocb *cb, long *sent, long done, bool resfd)
+{
+	while (*sent < count && *sent - done < (long)depth) {
+		struct iocb *cbp = prep_iocb(&cb[*sent % depth], *sent, resfd);
+		if (syscall(SYS_io_submit, kctx, 1, &cbp) != 1) {
+			perror("io_submit");
+			exit(1);
+		}
+		(*sent)++;
+	}
+}
+
 static bool kaio_ready(void)
 {
 	struct aio_ring_head *r = (struct aio_ring_head *)kctx;
@@ -156,23 +180,12 @@ static bool kaio_ready(void)
 
 static void run_kaio(void)
 {
-	struct iocb cb[64], *cbp;
+	struct iocb cb[64];
 	long sent = 0, done = 0;
 
-	kctx = 0;
-	if (syscall(SYS_io_setup, 128, &kctx) < 0) {
-		perror("io_setup");
-		exit(1);
-	}
+	kaio_setup();
 	while (done < count) {
-		while (sent < count && sent - done < (long)depth) {
-			cbp = prep_iocb(&cb[sent % depth], sent, true);
-			if (syscall(SYS_io_submit, kctx, 1, &cbp) != 1) {
-				perror("io_submit");
-				exit(1);
-			}
-			sent++;
-		}
+		kaio_fill(cb, &sent, done, true);
 		wait_events(kaio_ready);
 		done += peek_ring(kctx);
 	}
@@ -309,23 +322,12 @@ static void run_krelay(void)
 	pthread_t th;
 	long sent = 0, done = 0;
 
-	kctx = 0;
-	if (syscall(SYS_io_setup, 128, &kctx) < 0) {
-		perror("io_setup");
-		exit(1);
-	}
+	kaio_setup();
 	stop_relay = 0;
 	atomic_store(&relayed, 0);
 	pthread_create(&th, NULL, krelay_thread, NULL);
 	while (done < count) {
-		while (sent < count && sent - done < (long)depth) {
-			cbp = prep_iocb(&cb[sent % depth], sent, false);
-			if (syscall(SYS_io_submit, kctx, 1, &cbp) != 1) {
-				perror("io_submit");
-				exit(1);
-			}
-			sent++;
-		}
+		kaio_fill(cb, &sent, done, false);
 		relay_done = done;
 		wait_events(relay_moved);
 		done = atomic_load(&relayed);

@@ -9,24 +9,17 @@
 #
 #   bench/syscall/ioping-submit.sh [-b BUILDDIR] [-n ROUNDS] [-c COUNT] DIR
 set -eu
-. "$(dirname "$0")/median.sh"
+. "$(dirname "$0")/../lib.sh"
 build=build
 rounds=5
 count=200
-while getopts b:n:c: opt; do
-	case $opt in
-	b) build=$OPTARG ;;
-	n) rounds=$OPTARG ;;
-	c) count=$OPTARG ;;
-	*) echo "usage: $0 [-b BUILDDIR] [-n ROUNDS] [-c COUNT] DIR" >&2; exit 2 ;;
-	esac
-done
+bench_opts "b:build n:rounds c:count" "$@"
 shift $((OPTIND - 1))
-[ $# = 1 ] || { echo "usage: $0 [-b BUILDDIR] [-n ROUNDS] [-c COUNT] DIR" >&2; exit 2; }
+[ $# = 1 ] || bench_usage
 dir=$1
 timer=$(realpath "$build/bench/libfsaio-submit-timer.so")
 shim=$(realpath "$build/lib/libfsaio-libaio.so")
-command -v ioping >/dev/null || { echo "ioping is not installed" >&2; exit 2; }
+bench_need ioping
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 

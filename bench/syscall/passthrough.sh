@@ -8,18 +8,11 @@
 #
 #   bench/syscall/passthrough.sh [-b BUILDDIR] [-n ROUNDS] [-i ITERATIONS]
 set -eu
-. "$(dirname "$0")/median.sh"
+. "$(dirname "$0")/../lib.sh"
 build=build
 rounds=11
 iters=2000000
-while getopts b:n:i: opt; do
-	case $opt in
-	b) build=$OPTARG ;;
-	n) rounds=$OPTARG ;;
-	i) iters=$OPTARG ;;
-	*) echo "usage: $0 [-b BUILDDIR] [-n ROUNDS] [-i ITERATIONS]" >&2; exit 2 ;;
-	esac
-done
+bench_opts "b:build n:rounds i:iters" "$@"
 loop=$build/bench/fsaio-syscall-loop
 shim=$(realpath "$build/lib/libfsaio-libaio.so")
 [ -x "$loop" ] && [ -f "$shim" ] || { echo "build first: $loop, $shim" >&2; exit 2; }
