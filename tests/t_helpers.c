@@ -465,6 +465,30 @@ void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req)
 	t_submit(ctx, &req, 1);
 }
 
+void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr)
+{
+	struct fsaio_req **rp = calloc(nr, sizeof(*rp));
+
+	cr_assert_not_null(rp);
+	for (unsigned i = 0; i < nr; i++)
+		rp[i] = &reqs[i];
+	t_submit(ctx, rp, nr);
+	free(rp);
+}
+
+void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_event *evs)
+{
+	struct fsaio_req **rp = calloc(nr, sizeof(*rp));
+
+	cr_assert_not_null(rp);
+	for (unsigned i = 0; i < nr; i++)
+		rp[i] = &reqs[i];
+	t_submit(ctx, rp, nr);
+	t_reap_all(ctx, nr, evs, T_EVENT_TIMEOUT_MS);
+	t_match_events(evs, nr, rp, nr);
+	free(rp);
+}
+
 struct fsaio_stats t_stats(fsaio_ctx_t *ctx)
 {
 	struct fsaio_stats st;

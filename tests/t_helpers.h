@@ -111,6 +111,11 @@ fsaio_ctx_t *t_pool_ctx(const struct fsaio_params *p);
 void t_ctx_destroy(fsaio_ctx_t *ctx);
 void t_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr);
 void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req);
+/* Submit reqs[0..nr) as one batch; all must be taken. */
+void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr);
+/* That, then reap their nr events into evs (t_reap_all) and match them
+ * one to one with the requests (t_match_events). */
+void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_event *evs);
 struct fsaio_stats t_stats(fsaio_ctx_t *ctx);
 
 /*
