@@ -656,6 +656,38 @@ void t_sat_check(struct t_sat *s, const struct fsaio_event *evs, unsigned n)
 	t_check_file(s->wfd, 0, s->blk.len, 99);
 }
 
+fsaio_ctx_t *t_ctx_or_sat(struct t_sat *s, uint32_t backend)
+{
+	struct fsaio_params p = { .workers = 1 };
+
+	if (!s)
+		return t_ctx_backend(backend);
+	t_saturate(s, &p);
+	return s->ctx;
+}
+
+void t_reap_sat(fsaio_ctx_t *ctx, struct t_sat *s, struct fsaio_event *evs,
+		struct fsaio_req **reqs, unsigned nreq)
+{
+	unsigned n = nreq + (s ? 1 : 0);
+
+	t_reap_all(ctx, n, evs, T_EVENT_TIMEOUT_MS);
+	if (s) {
+		t_sat_check(s, evs, n);
+		for (unsigned i = 0; i < n; i++)
+			if (evs[i].req == &s->breq)
+				evs[i] = evs[--n];
+	}
+	t_match_events(evs, n, reqs, nreq);
+}
+
+void t_ctx_sat_destroy(fsaio_ctx_t *ctx, struct t_sat *s)
+{
+	t_ctx_destroy(ctx);
+	if (s)
+		t_blocker_fini(&s->blk);
+}
+
 uint64_t t_now_ns(void)
 {
 	struct timespec ts;

@@ -174,6 +174,19 @@ void t_sat_unblock(struct t_sat *s);
  * reached the file. */
 void t_sat_check(struct t_sat *s, const struct fsaio_event *evs, unsigned n);
 
+/*
+ * For the tests run once per backend and once with the pool held: a
+ * context of backend, or with s a one-worker pool context held by s
+ * (t_saturate); destroyed by t_ctx_sat_destroy.
+ */
+fsaio_ctx_t *t_ctx_or_sat(struct t_sat *s, uint32_t backend);
+/* Reap the events of reqs[0..nreq) and, with s, the blocker's (checked by
+ * t_sat_check, then dropped); match them to reqs. evs holds nreq + 1; the
+ * first nreq are reqs' events. */
+void t_reap_sat(fsaio_ctx_t *ctx, struct t_sat *s, struct fsaio_event *evs,
+		struct fsaio_req **reqs, unsigned nreq);
+void t_ctx_sat_destroy(fsaio_ctx_t *ctx, struct t_sat *s);
+
 /* Time and waiting; never used to assert durations of the engine. */
 uint64_t t_now_ns(void);
 void t_sleep_ms(unsigned ms);

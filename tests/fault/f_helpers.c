@@ -38,6 +38,23 @@ void f_skip(const char *fmt, ...)
 	_exit(T_SKIP_STATUS);
 }
 
+void f_op_prep(struct f_op *o, unsigned i, int rfd, int wfd, uint8_t *buf,
+	       size_t rlen, size_t wlen, unsigned wseed)
+{
+	o->kind = i % 8 == 7 ? 2 : i % 4 == 3 ? 1 : 0;
+	o->nev = 0;
+	if (o->kind == 0) {
+		memset(buf, 0xee, rlen);
+		fsaio_prep_pread(&o->r, rfd, buf, rlen, (int64_t)i * 160 * KiB);
+	} else if (o->kind == 1) {
+		t_fill_pattern(buf, wlen, (uint64_t)i * wlen, wseed);
+		fsaio_prep_pwrite(&o->r, wfd, buf, wlen, (int64_t)(i * wlen));
+	} else {
+		fsaio_prep_fsync(&o->r, wfd);
+	}
+	o->r.user_data = o;
+}
+
 bool f_res_ok(int64_t res, uint64_t len, const int *errs)
 {
 	if (res >= 0)
