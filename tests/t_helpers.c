@@ -269,6 +269,14 @@ int t_shmfile(size_t size, unsigned seed)
 	return fd;
 }
 
+int t_coldfile(size_t size, unsigned seed)
+{
+	int fd = t_tmpfile(size, seed);
+
+	t_make_cold(fd);
+	return fd;
+}
+
 int t_reopen(int fd, int flags)
 {
 	char p[64];
@@ -463,6 +471,16 @@ void t_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req)
 {
 	t_submit(ctx, &req, 1);
+}
+
+struct fsaio_event t_run1(fsaio_ctx_t *ctx, struct fsaio_req *req)
+{
+	struct fsaio_event ev;
+
+	t_submit1(ctx, req);
+	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+	cr_assert_eq(ev.req, req);
+	return ev;
 }
 
 void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr)

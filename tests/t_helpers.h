@@ -67,6 +67,8 @@ const char *t_dir(void);
 int t_tmpfile(size_t size, unsigned seed);
 /* The same, and its path copied into path (at least PATH_MAX bytes). */
 int t_tmpfile_path(size_t size, unsigned seed, char *path);
+/* The same, written back and dropped from the cache (t_make_cold). */
+int t_coldfile(size_t size, unsigned seed);
 /* A file in /dev/shm (tmpfs) for the tests about tmpfs; removed by t_teardown. */
 int t_shmfile(size_t size, unsigned seed);
 /* Open the file behind fd again, with other flags (a new open file description). */
@@ -111,6 +113,8 @@ fsaio_ctx_t *t_pool_ctx(const struct fsaio_params *p);
 void t_ctx_destroy(fsaio_ctx_t *ctx);
 void t_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr);
 void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req);
+/* Submit req alone and reap its one event (asserted to be req's). */
+struct fsaio_event t_run1(fsaio_ctx_t *ctx, struct fsaio_req *req);
 /* Submit reqs[0..nr) as one batch; all must be taken. */
 void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr);
 /* That, then reap their nr events into evs (t_reap_all) and match them

@@ -31,9 +31,7 @@ static int64_t read1(fsaio_ctx_t *ctx, int fd, uint8_t *buf, size_t len, uint64_
 	struct fsaio_event ev;
 
 	fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
-	t_submit1(ctx, &req);
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.req, &req);
+	ev = t_run1(ctx, &req);
 	return ev.res;
 }
 

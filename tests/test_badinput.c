@@ -325,8 +325,7 @@ Test(badinput, bad_params)
 Test(badinput, bad_buffer_cold)
 {
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	int fd = t_tmpfile(1 * MiB, 11);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 11);
 	struct fsaio_req reqs[3], *rp[3] = { &reqs[0], &reqs[1], &reqs[2] };
 	struct iovec iov[2] = { { (void *)1, 4096 }, { (void *)1, 4096 } };
 
@@ -399,8 +398,7 @@ Test(badinput, buffer_faults_midway)
 Test(badinput, batch_with_bad_request_in_middle)
 {
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	int fd = t_tmpfile(1 * MiB, 14);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 14);
 	t_make_hot(fd, 0, 64 * KiB);
 	enum { N = 5, LEN = 8192 };
 	static uint8_t bufs[N][LEN];
