@@ -483,6 +483,23 @@ struct fsaio_event t_run1(fsaio_ctx_t *ctx, struct fsaio_req *req)
 	return ev;
 }
 
+int64_t t_read1(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off)
+{
+	struct fsaio_req req;
+
+	fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
+	return t_run1(ctx, &req).res;
+}
+
+void t_cancel_each(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, int *ret)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		ret[i] = T_CALL(fsaio_cancel(ctx, &reqs[i]));
+		cr_assert(ret[i] == 0 || ret[i] == -EBUSY || ret[i] == -EINVAL,
+			  "cancel: %d", ret[i]);
+	}
+}
+
 void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr)
 {
 	struct fsaio_req **rp = calloc(nr, sizeof(*rp));

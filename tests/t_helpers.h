@@ -115,6 +115,11 @@ void t_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr);
 void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req);
 /* Submit req alone and reap its one event (asserted to be req's). */
 struct fsaio_event t_run1(fsaio_ctx_t *ctx, struct fsaio_req *req);
+/* One read of [off, off+len) of fd through t_run1: the event's res. */
+int64_t t_read1(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off);
+/* fsaio_cancel each of reqs[0..nr), its answer in ret[i]: taken back (0),
+ * too late (-EBUSY) or already done (-EINVAL), nothing else. */
+void t_cancel_each(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, int *ret);
 /* Submit reqs[0..nr) as one batch; all must be taken. */
 void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr);
 /* That, then reap their nr events into evs (t_reap_all) and match them

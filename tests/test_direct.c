@@ -259,11 +259,7 @@ static void cancel_or_ebusy(fsaio_ctx_t *ctx, unsigned b, const struct dfile *f)
 		rp[i] = &req[i];
 	}
 	t_submit(ctx, rp, N);
-	for (unsigned i = 0; i < N; i++) {
-		ret[i] = T_CALL(fsaio_cancel(ctx, &req[i]));
-		cr_assert(ret[i] == 0 || ret[i] == -EBUSY || ret[i] == -EINVAL,
-			  "cancel: %d", ret[i]);
-	}
+	t_cancel_each(ctx, req, N, ret);
 	t_reap_all(ctx, N, ev, T_EVENT_TIMEOUT_MS);
 	t_match_events(ev, N, rp, N);
 	for (unsigned i = 0; i < N; i++) {
