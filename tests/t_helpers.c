@@ -491,6 +491,16 @@ int64_t t_read1(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off)
 	return t_run1(ctx, &req).res;
 }
 
+void t_read_check(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off,
+		  unsigned seed)
+{
+	int64_t res = t_read1(ctx, fd, buf, len, off);
+
+	cr_assert_eq(res, (int64_t)len, "read of %zu at %llu: res %lld", len,
+		     (unsigned long long)off, (long long)res);
+	t_check_pattern(buf, len, off, seed);
+}
+
 void t_cancel_each(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, int *ret)
 {
 	for (unsigned i = 0; i < nr; i++) {

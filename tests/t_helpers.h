@@ -117,6 +117,9 @@ void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req);
 struct fsaio_event t_run1(fsaio_ctx_t *ctx, struct fsaio_req *req);
 /* One read of [off, off+len) of fd through t_run1: the event's res. */
 int64_t t_read1(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off);
+/* t_read1, which must read all len bytes, the pattern of seed. */
+void t_read_check(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off,
+		  unsigned seed);
 /* fsaio_cancel each of reqs[0..nr), its answer in ret[i]: taken back (0),
  * too late (-EBUSY) or already done (-EINVAL), nothing else. */
 void t_cancel_each(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, int *ret);

@@ -183,13 +183,7 @@ Test(basic, cached_tail_only_goes_to_pool)
 
 		fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 		memset(buf, 0, len);
-		struct fsaio_req req;
-		fsaio_prep_pread(&req, fd, buf, len, 0);
-		t_submit1(ctx, &req);
-		struct fsaio_event ev;
-		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-		cr_assert_eq(ev.res, (int64_t)len);
-		t_check_pattern(buf, len, 0, 4);
+		t_read_check(ctx, fd, buf, len, 0, 4);
 
 		struct fsaio_stats st = t_stats(ctx);
 		cr_assert_eq(st.bytes_inline + st.bytes_worker, len);
@@ -288,13 +282,7 @@ Test(basic, no_probe_flag_skips_probe)
 
 	size_t len = 256 * KiB;
 	uint8_t *buf = malloc(len);
-	struct fsaio_req req;
-	fsaio_prep_pread(&req, fd, buf, len, 0);
-	t_submit1(ctx, &req);
-	struct fsaio_event ev;
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.res, (int64_t)len);
-	t_check_pattern(buf, len, 0, 7);
+	t_read_check(ctx, fd, buf, len, 0, 7);
 
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.probe_calls, 0);

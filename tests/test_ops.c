@@ -19,6 +19,16 @@
 
 TestSuite(ops, .init = t_setup, .fini = t_teardown, .timeout = 60);
 
+/* A caller's RWF_NOWAIT request never goes to a worker, whole or in part. */
+static void nothing_queued(fsaio_ctx_t *ctx)
+{
+	struct fsaio_stats st = t_stats(ctx);
+
+	cr_assert_eq(st.queued, 0);
+	cr_assert_eq(st.partial_inline, 0);
+	cr_assert_eq(st.bytes_worker, 0);
+}
+
 Test(ops, pread_pwrite)
 {
 	int fd = t_coldfile(1 * MiB, 40);
@@ -218,10 +228,7 @@ Test(ops, caller_nowait_cold_large)
 		  "cold RWF_NOWAIT read: res %lld", (long long)ev.res);
 	if (ev.res > 0)
 		t_check_pattern(buf, (size_t)ev.res, 512 * KiB, 51);
-	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.queued, 0);
-	cr_assert_eq(st.partial_inline, 0);
-	cr_assert_eq(st.bytes_worker, 0);
+	nothing_queued(ctx);
 	t_ctx_destroy(ctx);
 	free(buf);
 }
@@ -285,10 +292,7 @@ Test(ops, caller_nowait_hot_and_half)
 	}
 	cr_assert(partial_seen, "5 rounds, none returned the cached prefix only");
 
-	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.queued, 0);
-	cr_assert_eq(st.partial_inline, 0);
-	cr_assert_eq(st.bytes_worker, 0);
+	nothing_queued(ctx);
 	t_ctx_destroy(ctx);
 	free(buf);
 }
