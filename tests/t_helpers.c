@@ -269,6 +269,14 @@ int t_shmfile(size_t size, unsigned seed)
 	return fd;
 }
 
+int t_coldfile(size_t size, unsigned seed)
+{
+	int fd = t_tmpfile(size, seed);
+
+	t_make_cold(fd);
+	return fd;
+}
+
 int t_reopen(int fd, int flags)
 {
 	char p[64];
@@ -465,6 +473,67 @@ void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req)
 	t_submit(ctx, &req, 1);
 }
 
+struct fsaio_event t_run1(fsaio_ctx_t *ctx, struct fsaio_req *req)
+{
+	struct fsaio_event ev;
+
+	t_submit1(ctx, req);
+	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+	cr_assert_eq(ev.req, req);
+	return ev;
+}
+
+int64_t t_read1(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off)
+{
+	struct fsaio_req req;
+
+	fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
+	return t_run1(ctx, &req).res;
+}
+
+void t_read_check(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off,
+		  unsigned seed)
+{
+	int64_t res = t_read1(ctx, fd, buf, len, off);
+
+	cr_assert_eq(res, (int64_t)len, "read of %zu at %llu: res %lld", len,
+		     (unsigned long long)off, (long long)res);
+	t_check_pattern(buf, len, off, seed);
+}
+
+void t_cancel_each(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, int *ret)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		ret[i] = T_CALL(fsaio_cancel(ctx, &reqs[i]));
+		cr_assert(ret[i] == 0 || ret[i] == -EBUSY || ret[i] == -EINVAL,
+			  "cancel: %d", ret[i]);
+	}
+}
+
+void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr)
+{
+	struct fsaio_req **rp = calloc(nr, sizeof(*rp));
+
+	cr_assert_not_null(rp);
+	for (unsigned i = 0; i < nr; i++)
+		rp[i] = &reqs[i];
+	t_submit(ctx, rp, nr);
+	free(rp);
+}
+
+void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_event *evs)
+{
+	struct fsaio_req **rp = calloc(nr, sizeof(*rp));
+
+	cr_assert_not_null(rp);
+	for (unsigned i = 0; i < nr; i++)
+		rp[i] = &reqs[i];
+	t_submit(ctx, rp, nr);
+	t_reap_all(ctx, nr, evs, T_EVENT_TIMEOUT_MS);
+	t_match_events(evs, nr, rp, nr);
+	free(rp);
+}
+
 struct fsaio_stats t_stats(fsaio_ctx_t *ctx)
 {
 	struct fsaio_stats st;
@@ -630,6 +699,38 @@ void t_sat_check(struct t_sat *s, const struct fsaio_event *evs, unsigned n)
 	const struct fsaio_event *ev = t_event_of(evs, n, &s->breq);
 	cr_assert_eq(ev->res, (int64_t)s->blk.len, "blocker res %lld", (long long)ev->res);
 	t_check_file(s->wfd, 0, s->blk.len, 99);
+}
+
+fsaio_ctx_t *t_ctx_or_sat(struct t_sat *s, uint32_t backend)
+{
+	struct fsaio_params p = { .workers = 1 };
+
+	if (!s)
+		return t_ctx_backend(backend);
+	t_saturate(s, &p);
+	return s->ctx;
+}
+
+void t_reap_sat(fsaio_ctx_t *ctx, struct t_sat *s, struct fsaio_event *evs,
+		struct fsaio_req **reqs, unsigned nreq)
+{
+	unsigned n = nreq + (s ? 1 : 0);
+
+	t_reap_all(ctx, n, evs, T_EVENT_TIMEOUT_MS);
+	if (s) {
+		t_sat_check(s, evs, n);
+		for (unsigned i = 0; i < n; i++)
+			if (evs[i].req == &s->breq)
+				evs[i] = evs[--n];
+	}
+	t_match_events(evs, n, reqs, nreq);
+}
+
+void t_ctx_sat_destroy(fsaio_ctx_t *ctx, struct t_sat *s)
+{
+	t_ctx_destroy(ctx);
+	if (s)
+		t_blocker_fini(&s->blk);
 }
 
 uint64_t t_now_ns(void)

@@ -67,6 +67,8 @@ const char *t_dir(void);
 int t_tmpfile(size_t size, unsigned seed);
 /* The same, and its path copied into path (at least PATH_MAX bytes). */
 int t_tmpfile_path(size_t size, unsigned seed, char *path);
+/* The same, written back and dropped from the cache (t_make_cold). */
+int t_coldfile(size_t size, unsigned seed);
 /* A file in /dev/shm (tmpfs) for the tests about tmpfs; removed by t_teardown. */
 int t_shmfile(size_t size, unsigned seed);
 /* Open the file behind fd again, with other flags (a new open file description). */
@@ -111,6 +113,21 @@ fsaio_ctx_t *t_pool_ctx(const struct fsaio_params *p);
 void t_ctx_destroy(fsaio_ctx_t *ctx);
 void t_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr);
 void t_submit1(fsaio_ctx_t *ctx, struct fsaio_req *req);
+/* Submit req alone and reap its one event (asserted to be req's). */
+struct fsaio_event t_run1(fsaio_ctx_t *ctx, struct fsaio_req *req);
+/* One read of [off, off+len) of fd through t_run1: the event's res. */
+int64_t t_read1(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off);
+/* t_read1, which must read all len bytes, the pattern of seed. */
+void t_read_check(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, uint64_t off,
+		  unsigned seed);
+/* fsaio_cancel each of reqs[0..nr), its answer in ret[i]: taken back (0),
+ * too late (-EBUSY) or already done (-EINVAL), nothing else. */
+void t_cancel_each(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, int *ret);
+/* Submit reqs[0..nr) as one batch; all must be taken. */
+void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr);
+/* That, then reap their nr events into evs (t_reap_all) and match them
+ * one to one with the requests (t_match_events). */
+void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_event *evs);
 struct fsaio_stats t_stats(fsaio_ctx_t *ctx);
 
 /*
@@ -168,6 +185,19 @@ void t_sat_unblock(struct t_sat *s);
 /* Assert the blocker's event is among evs with its full size, and its data
  * reached the file. */
 void t_sat_check(struct t_sat *s, const struct fsaio_event *evs, unsigned n);
+
+/*
+ * For the tests run once per backend and once with the pool held: a
+ * context of backend, or with s a one-worker pool context held by s
+ * (t_saturate); destroyed by t_ctx_sat_destroy.
+ */
+fsaio_ctx_t *t_ctx_or_sat(struct t_sat *s, uint32_t backend);
+/* Reap the events of reqs[0..nreq) and, with s, the blocker's (checked by
+ * t_sat_check, then dropped); match them to reqs. evs holds nreq + 1; the
+ * first nreq are reqs' events. */
+void t_reap_sat(fsaio_ctx_t *ctx, struct t_sat *s, struct fsaio_event *evs,
+		struct fsaio_req **reqs, unsigned nreq);
+void t_ctx_sat_destroy(fsaio_ctx_t *ctx, struct t_sat *s);
 
 /* Time and waiting; never used to assert durations of the engine. */
 uint64_t t_now_ns(void);

@@ -24,19 +24,6 @@ static const uint32_t backends[] = {
 };
 #define NB (sizeof(backends) / sizeof(backends[0]))
 
-/* One read of [off, off+len) on fd; returns the event's res. */
-static int64_t read1(fsaio_ctx_t *ctx, int fd, uint8_t *buf, size_t len, uint64_t off)
-{
-	struct fsaio_req req;
-	struct fsaio_event ev;
-
-	fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
-	t_submit1(ctx, &req);
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.req, &req);
-	return ev.res;
-}
-
 static void check_path(fsaio_ctx_t *ctx, uint32_t backend)
 {
 	struct fsaio_stats st = t_stats(ctx);
@@ -68,7 +55,7 @@ static fsaio_ctx_t *read_past_inline(uint32_t backend, int fd, uint8_t *buf, siz
 		if (hot)
 			t_make_hot(fd, 0, hot);
 		fsaio_ctx_t *ctx = t_ctx_backend(backend);
-		cr_assert_eq(read1(ctx, fd, buf, len, off), (int64_t)len);
+		cr_assert_eq(t_read1(ctx, fd, buf, len, off), (int64_t)len);
 		struct fsaio_stats st = t_stats(ctx);
 		if (st.bytes_inline < len)
 			return ctx;
@@ -133,12 +120,12 @@ Test(backend, eof_crossing_read)
 
 		t_make_cold(fd);
 		fsaio_ctx_t *ctx = t_ctx_backend(backends[b]);
-		cr_assert_eq(read1(ctx, fd, buf, 64 * KiB, 280000), (int64_t)(size - 280000));
+		cr_assert_eq(t_read1(ctx, fd, buf, 64 * KiB, 280000), (int64_t)(size - 280000));
 		t_check_pattern(buf, size - 280000, 280000, 13);
 		/* At and past EOF: 0. */
 		t_make_cold(fd);
-		cr_assert_eq(read1(ctx, fd, buf, 4 * KiB, size), 0);
-		cr_assert_eq(read1(ctx, fd, buf, 4 * KiB, size + 10 * MiB), 0);
+		cr_assert_eq(t_read1(ctx, fd, buf, 4 * KiB, size), 0);
+		cr_assert_eq(t_read1(ctx, fd, buf, 4 * KiB, size + 10 * MiB), 0);
 		t_ctx_destroy(ctx);
 		free(buf);
 	}
@@ -256,11 +243,7 @@ Test(backend, cancel_of_misses_in_flight)
 			rp[i] = &req[i];
 		}
 		t_submit(ctx, rp, N);
-		for (unsigned i = 0; i < N; i++) {
-			ret[i] = T_CALL(fsaio_cancel(ctx, &req[i]));
-			cr_assert(ret[i] == 0 || ret[i] == -EBUSY || ret[i] == -EINVAL,
-				  "cancel: %d", ret[i]);
-		}
+		t_cancel_each(ctx, req, N, ret);
 		t_reap_all(ctx, N, ev, T_EVENT_TIMEOUT_MS);
 		t_match_events(ev, N, rp, N);
 		unsigned cancelled = 0;

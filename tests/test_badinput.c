@@ -32,6 +32,12 @@ static void refused(fsaio_ctx_t *ctx, struct fsaio_req *req, int err, const char
 	cr_assert_eq(T_CALL(fsaio_cancel(ctx, req)), -EINVAL, "%s", what);
 }
 
+/* Prepare a request (prep, a call of fsaio_prep_*), then refused(). */
+#define REFUSED(ctx, req, err, what, prep) do {				\
+	prep;								\
+	refused(ctx, req, err, what);					\
+} while (0)
+
 static bool is_fault_or_inval(int r)
 {
 	return r == -EFAULT || r == -EINVAL;
@@ -43,22 +49,19 @@ Test(badinput, bad_fd)
 	uint8_t buf[4096];
 	struct fsaio_req req;
 
-	fsaio_prep_pread(&req, -1, buf, sizeof(buf), 0);
-	refused(ctx, &req, -EBADF, "fd -1");
+	REFUSED(ctx, &req, -EBADF, "fd -1", fsaio_prep_pread(&req, -1, buf, sizeof(buf), 0));
 
 	int fd = t_tmpfile(4096, 1);
 	close(fd);
-	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0);
-	refused(ctx, &req, -EBADF, "closed fd");
-	fsaio_prep_pwrite(&req, fd, buf, sizeof(buf), 0);
-	refused(ctx, &req, -EBADF, "closed fd, write");
-	fsaio_prep_fsync(&req, fd);
-	refused(ctx, &req, -EBADF, "closed fd, fsync");
+	REFUSED(ctx, &req, -EBADF, "closed fd", fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0));
+	REFUSED(ctx, &req, -EBADF, "closed fd, write",
+		fsaio_prep_pwrite(&req, fd, buf, sizeof(buf), 0));
+	REFUSED(ctx, &req, -EBADF, "closed fd, fsync", fsaio_prep_fsync(&req, fd));
 
-	fsaio_prep_pread(&req, 1 << 20, buf, sizeof(buf), 0);
-	refused(ctx, &req, -EBADF, "fd 1<<20");
-	fsaio_prep_pread(&req, INT32_MAX, buf, sizeof(buf), 0);
-	refused(ctx, &req, -EBADF, "fd INT32_MAX");
+	REFUSED(ctx, &req, -EBADF, "fd 1<<20",
+		fsaio_prep_pread(&req, 1 << 20, buf, sizeof(buf), 0));
+	REFUSED(ctx, &req, -EBADF, "fd INT32_MAX",
+		fsaio_prep_pread(&req, INT32_MAX, buf, sizeof(buf), 0));
 	t_ctx_destroy(ctx);
 }
 
@@ -78,10 +81,10 @@ Test(badinput, fd_closed_after_use)
 	cr_assert_eq(ev.res, (int64_t)sizeof(buf));
 	close(fd);
 
-	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0);
-	refused(ctx, &req, -EBADF, "read on an fd closed after use");
-	fsaio_prep_pwrite(&req, fd, buf, sizeof(buf), 0);
-	refused(ctx, &req, -EBADF, "write on an fd closed after use");
+	REFUSED(ctx, &req, -EBADF, "read on an fd closed after use",
+		fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0));
+	REFUSED(ctx, &req, -EBADF, "write on an fd closed after use",
+		fsaio_prep_pwrite(&req, fd, buf, sizeof(buf), 0));
 	t_ctx_destroy(ctx);
 }
 
@@ -95,14 +98,13 @@ Test(badinput, wrong_access_mode)
 	struct iovec iov = { buf, sizeof(buf) };
 	struct fsaio_req req;
 
-	fsaio_prep_pread(&req, wo, buf, sizeof(buf), 0);
-	refused(ctx, &req, -EBADF, "pread on O_WRONLY");
-	fsaio_prep_preadv(&req, wo, &iov, 1, 0);
-	refused(ctx, &req, -EBADF, "preadv on O_WRONLY");
-	fsaio_prep_pwrite(&req, ro, buf, sizeof(buf), 0);
-	refused(ctx, &req, -EBADF, "pwrite on O_RDONLY");
-	fsaio_prep_pwritev(&req, ro, &iov, 1, 0);
-	refused(ctx, &req, -EBADF, "pwritev on O_RDONLY");
+	REFUSED(ctx, &req, -EBADF, "pread on O_WRONLY",
+		fsaio_prep_pread(&req, wo, buf, sizeof(buf), 0));
+	REFUSED(ctx, &req, -EBADF, "preadv on O_WRONLY", fsaio_prep_preadv(&req, wo, &iov, 1, 0));
+	REFUSED(ctx, &req, -EBADF, "pwrite on O_RDONLY",
+		fsaio_prep_pwrite(&req, ro, buf, sizeof(buf), 0));
+	REFUSED(ctx, &req, -EBADF, "pwritev on O_RDONLY",
+		fsaio_prep_pwritev(&req, ro, &iov, 1, 0));
 
 	/* The same fds in the direction they allow still work. */
 	struct fsaio_event ev;
@@ -145,16 +147,16 @@ Test(badinput, negative_offset)
 	static const int64_t offs[] = { -2, -4096, INT64_MIN };
 
 	for (unsigned i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
-		fsaio_prep_pread(&req, fd, buf, sizeof(buf), offs[i]);
-		refused(ctx, &req, -EINVAL, "negative offset, pread");
-		fsaio_prep_pwrite(&req, fd, buf, sizeof(buf), offs[i]);
-		refused(ctx, &req, -EINVAL, "negative offset, pwrite");
-		fsaio_prep_preadv(&req, fd, &iov, 1, offs[i]);
-		refused(ctx, &req, -EINVAL, "negative offset, preadv");
+		REFUSED(ctx, &req, -EINVAL, "negative offset, pread",
+			fsaio_prep_pread(&req, fd, buf, sizeof(buf), offs[i]));
+		REFUSED(ctx, &req, -EINVAL, "negative offset, pwrite",
+			fsaio_prep_pwrite(&req, fd, buf, sizeof(buf), offs[i]));
+		REFUSED(ctx, &req, -EINVAL, "negative offset, preadv",
+			fsaio_prep_preadv(&req, fd, &iov, 1, offs[i]));
 	}
 	/* -1 means "no offset", which a regular file does not have. */
-	fsaio_prep_pread(&req, fd, buf, sizeof(buf), -1);
-	refused(ctx, &req, -EINVAL, "offset -1 on a regular file");
+	REFUSED(ctx, &req, -EINVAL, "offset -1 on a regular file",
+		fsaio_prep_pread(&req, fd, buf, sizeof(buf), -1));
 	t_ctx_destroy(ctx);
 }
 
@@ -165,21 +167,20 @@ Test(badinput, length_overflow)
 	uint8_t buf[4096];
 	struct fsaio_req req;
 
-	fsaio_prep_pread(&req, fd, buf, 100, INT64_MAX - 10);
-	refused(ctx, &req, -EINVAL, "offset + len > INT64_MAX");
-	fsaio_prep_pwrite(&req, fd, buf, 1, INT64_MAX);
-	refused(ctx, &req, -EINVAL, "write at INT64_MAX");
-	fsaio_prep_pread(&req, fd, buf, (size_t)SSIZE_MAX + 1, 0);
-	refused(ctx, &req, -EINVAL, "len > SSIZE_MAX");
-	fsaio_prep_pread(&req, fd, buf, SIZE_MAX, 0);
-	refused(ctx, &req, -EINVAL, "len SIZE_MAX");
+	REFUSED(ctx, &req, -EINVAL, "offset + len > INT64_MAX",
+		fsaio_prep_pread(&req, fd, buf, 100, INT64_MAX - 10));
+	REFUSED(ctx, &req, -EINVAL, "write at INT64_MAX",
+		fsaio_prep_pwrite(&req, fd, buf, 1, INT64_MAX));
+	REFUSED(ctx, &req, -EINVAL, "len > SSIZE_MAX",
+		fsaio_prep_pread(&req, fd, buf, (size_t)SSIZE_MAX + 1, 0));
+	REFUSED(ctx, &req, -EINVAL, "len SIZE_MAX", fsaio_prep_pread(&req, fd, buf, SIZE_MAX, 0));
 
 	struct iovec iov[2] = { { buf, (size_t)SSIZE_MAX / 2 + 1 }, { buf, (size_t)SSIZE_MAX / 2 + 1 } };
-	fsaio_prep_preadv(&req, fd, iov, 2, 0);
-	refused(ctx, &req, -EINVAL, "iovec lengths adding up past SSIZE_MAX");
+	REFUSED(ctx, &req, -EINVAL, "iovec lengths adding up past SSIZE_MAX",
+		fsaio_prep_preadv(&req, fd, iov, 2, 0));
 	struct iovec small[2] = { { buf, 50 }, { buf + 50, 50 } };
-	fsaio_prep_pwritev(&req, fd, small, 2, INT64_MAX - 60);
-	refused(ctx, &req, -EINVAL, "offset + iovec total > INT64_MAX");
+	REFUSED(ctx, &req, -EINVAL, "offset + iovec total > INT64_MAX",
+		fsaio_prep_pwritev(&req, fd, small, 2, INT64_MAX - 60));
 	t_ctx_destroy(ctx);
 }
 
@@ -193,14 +194,13 @@ Test(badinput, iovcnt_limits)
 		iov[i] = (struct iovec){ buf + i, 1 };
 	struct fsaio_req req;
 
-	fsaio_prep_preadv(&req, fd, iov, IOV_MAX + 1, 0);
-	refused(ctx, &req, -EINVAL, "iovcnt IOV_MAX + 1");
-	fsaio_prep_pwritev(&req, fd, iov, IOV_MAX + 1, 0);
-	refused(ctx, &req, -EINVAL, "pwritev iovcnt IOV_MAX + 1");
-	fsaio_prep_preadv(&req, fd, iov, -1, 0);
-	refused(ctx, &req, -EINVAL, "iovcnt -1");
-	fsaio_prep_preadv(&req, fd, iov, INT_MIN, 0);
-	refused(ctx, &req, -EINVAL, "iovcnt INT_MIN");
+	REFUSED(ctx, &req, -EINVAL, "iovcnt IOV_MAX + 1",
+		fsaio_prep_preadv(&req, fd, iov, IOV_MAX + 1, 0));
+	REFUSED(ctx, &req, -EINVAL, "pwritev iovcnt IOV_MAX + 1",
+		fsaio_prep_pwritev(&req, fd, iov, IOV_MAX + 1, 0));
+	REFUSED(ctx, &req, -EINVAL, "iovcnt -1", fsaio_prep_preadv(&req, fd, iov, -1, 0));
+	REFUSED(ctx, &req, -EINVAL, "iovcnt INT_MIN",
+		fsaio_prep_preadv(&req, fd, iov, INT_MIN, 0));
 
 	/* Exactly IOV_MAX is fine. */
 	struct fsaio_event ev;
@@ -325,8 +325,7 @@ Test(badinput, bad_params)
 Test(badinput, bad_buffer_cold)
 {
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	int fd = t_tmpfile(1 * MiB, 11);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 11);
 	struct fsaio_req reqs[3], *rp[3] = { &reqs[0], &reqs[1], &reqs[2] };
 	struct iovec iov[2] = { { (void *)1, 4096 }, { (void *)1, 4096 } };
 
@@ -399,8 +398,7 @@ Test(badinput, buffer_faults_midway)
 Test(badinput, batch_with_bad_request_in_middle)
 {
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	int fd = t_tmpfile(1 * MiB, 14);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 14);
 	t_make_hot(fd, 0, 64 * KiB);
 	enum { N = 5, LEN = 8192 };
 	static uint8_t bufs[N][LEN];

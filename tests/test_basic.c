@@ -56,8 +56,7 @@ Test(basic, hot_read_completes_inline)
 
 Test(basic, cold_read_goes_to_pool)
 {
-	int fd = t_tmpfile(2 * MiB, 2);
-	t_make_cold(fd);
+	int fd = t_coldfile(2 * MiB, 2);
 	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 
 	size_t len = 256 * KiB;
@@ -66,11 +65,7 @@ Test(basic, cold_read_goes_to_pool)
 	struct fsaio_req req;
 	fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
 	req.user_data = (void *)0x1234;
-	t_submit1(ctx, &req);
-
-	struct fsaio_event ev;
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.req, &req);
+	struct fsaio_event ev = t_run1(ctx, &req);
 	cr_assert_eq(ev.user_data, (void *)0x1234);
 	cr_assert_eq(ev.res, (int64_t)len);
 	cr_assert_eq(ev.res2, 0);
@@ -123,11 +118,7 @@ static void half_cached(uint64_t hot_off, uint64_t hot_len, uint64_t off, size_t
 		memset(buf, 0, len);
 		struct fsaio_req req;
 		fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
-		t_submit1(ctx, &req);
-
-		struct fsaio_event ev;
-		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-		cr_assert_eq(ev.req, &req);
+		struct fsaio_event ev = t_run1(ctx, &req);
 		cr_assert_eq(ev.res, (int64_t)len);
 		cr_assert_eq(ev.res2, 0);
 		t_check_pattern(buf, len, off, 3);
@@ -192,13 +183,7 @@ Test(basic, cached_tail_only_goes_to_pool)
 
 		fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 		memset(buf, 0, len);
-		struct fsaio_req req;
-		fsaio_prep_pread(&req, fd, buf, len, 0);
-		t_submit1(ctx, &req);
-		struct fsaio_event ev;
-		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-		cr_assert_eq(ev.res, (int64_t)len);
-		t_check_pattern(buf, len, 0, 4);
+		t_read_check(ctx, fd, buf, len, 0, 4);
 
 		struct fsaio_stats st = t_stats(ctx);
 		cr_assert_eq(st.bytes_inline + st.bytes_worker, len);
@@ -226,8 +211,7 @@ Test(basic, mixed_batch)
 {
 	enum { N = 64, LEN = 16 * 1024 };
 	size_t fsize = 4 * MiB;
-	int fd = t_tmpfile(fsize, 5);
-	t_make_cold(fd);
+	int fd = t_coldfile(fsize, 5);
 	for (uint64_t o = 0; o < fsize; o += 128 * KiB)
 		t_make_hot(fd, o, 64 * KiB);
 
@@ -292,20 +276,13 @@ Test(basic, no_inline_flag_queues_hot_reads)
 
 Test(basic, no_probe_flag_skips_probe)
 {
-	int fd = t_tmpfile(2 * MiB, 7);
-	t_make_cold(fd);
+	int fd = t_coldfile(2 * MiB, 7);
 	struct fsaio_params p = { .flags = FSAIO_CTX_NO_PROBE };
 	fsaio_ctx_t *ctx = t_pool_ctx(&p);
 
 	size_t len = 256 * KiB;
 	uint8_t *buf = malloc(len);
-	struct fsaio_req req;
-	fsaio_prep_pread(&req, fd, buf, len, 0);
-	t_submit1(ctx, &req);
-	struct fsaio_event ev;
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.res, (int64_t)len);
-	t_check_pattern(buf, len, 0, 7);
+	t_read_check(ctx, fd, buf, len, 0, 7);
 
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.probe_calls, 0);

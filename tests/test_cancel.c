@@ -29,8 +29,7 @@ Test(cancel, queued_requests)
 	t_saturate(&s, &p);
 
 	enum { N = 8, LEN = 64 * 1024 };
-	int fd = t_tmpfile(1 * MiB, 90);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 90);
 	uint8_t *bufs = malloc((size_t)N * LEN);
 	struct fsaio_req reqs[N], *rp[N];
 	for (int i = 0; i < N; i++) {

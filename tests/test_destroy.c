@@ -90,8 +90,7 @@ Test(destroy, callback_every_request_once)
 	struct fsaio_params p = { .workers = 1, .complete = on_complete, .complete_arg = &g_sat };
 	t_saturate(&g_sat, &p);
 
-	int fd = t_tmpfile(2 * MiB, 110);
-	t_make_cold(fd);
+	int fd = t_coldfile(2 * MiB, 110);
 	t_make_hot(fd, 1 * MiB, NH * LEN);
 	uint8_t *bufs = malloc((size_t)(NQ + NH) * LEN);
 	memset(bufs, SENT, (size_t)(NQ + NH) * LEN);
@@ -155,8 +154,7 @@ Test(destroy, in_flight_without_callback)
 {
 	enum { N = 96 };
 	size_t fsize = 4 * MiB;
-	int fd = t_tmpfile(fsize, 111);
-	t_make_cold(fd);
+	int fd = t_coldfile(fsize, 111);
 	t_make_hot(fd, 0, 512 * KiB);
 	size_t maplen = (size_t)N * LEN;
 	uint8_t *bufs = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -193,8 +191,7 @@ Test(destroy, waits_for_running_request)
 {
 	struct fsaio_params p = { .workers = 1 };
 	t_saturate(&g_sat2, &p);
-	int fd = t_tmpfile(1 * MiB, 112);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 112);
 	enum { N = 8 };
 	static uint8_t bufs[N][LEN];
 	struct fsaio_req reqs[N], *rp[N];
@@ -225,8 +222,7 @@ static int count_fds(void)
 /* Contexts that were used (eventfd, workers, fd facts) leave nothing behind. */
 Test(destroy, many_contexts_no_fd_leak)
 {
-	int fd = t_tmpfile(256 * KiB, 113);
-	t_make_cold(fd);
+	int fd = t_coldfile(256 * KiB, 113);
 	int before = count_fds();
 	for (int k = 0; k < 50; k++) {
 		struct fsaio_params p = { .workers = 2, .queue_depth = 8 };

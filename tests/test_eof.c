@@ -57,10 +57,7 @@ static void read_expect(enum cache c, uint64_t off, size_t len, int64_t want)
 		memset(buf, SENT, len + 64);
 		struct fsaio_req req;
 		fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
-		t_submit1(ctx, &req);
-		struct fsaio_event ev;
-		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-		cr_assert_eq(ev.req, &req);
+		struct fsaio_event ev = t_run1(ctx, &req);
 		cr_assert_eq(ev.res, want, "backend %u, cache %d, read %zu at %llu: res %lld, want %lld",
 			     backends[k], c, len, (unsigned long long)off, (long long)ev.res,
 			     (long long)want);

@@ -72,8 +72,7 @@ Test(eventfd, readable_exactly_while_pending)
 /* A sleeper in poll() is woken by a worker's completion. */
 Test(eventfd, wakes_for_worker_completion)
 {
-	int fd = t_tmpfile(1 * MiB, 121);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 121);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int efd = T_CALL(fsaio_event_fd(ctx));
 	cr_assert_geq(efd, 0);
@@ -147,8 +146,7 @@ Test(eventfd, cancel_makes_readable)
 	t_saturate(&s, &p);
 	int efd = T_CALL(fsaio_event_fd(s.ctx));
 	cr_assert_geq(efd, 0);
-	int fd = t_tmpfile(1 * MiB, 124);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 124);
 	static uint8_t buf[128 * 1024];
 	struct fsaio_req req;
 	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0);

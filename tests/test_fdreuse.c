@@ -17,15 +17,6 @@
 
 TestSuite(fdreuse, .init = t_setup, .fini = t_teardown, .timeout = 60);
 
-static struct fsaio_event run1(fsaio_ctx_t *ctx, struct fsaio_req *req)
-{
-	struct fsaio_event ev;
-	t_submit1(ctx, req);
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.req, req);
-	return ev;
-}
-
 /* Put a new open file at number num (closing what was there). */
 static void move_to(int fd, int num)
 {
@@ -45,7 +36,7 @@ Test(fdreuse, pipe_then_file)
 
 	cr_assert_eq(write(p[1], "abc", 3), 3);
 	fsaio_prep_pread(&req, p[0], buf, sizeof(buf), -1);
-	cr_assert_eq(run1(ctx, &req).res, 3);
+	cr_assert_eq(t_run1(ctx, &req).res, 3);
 	close(p[1]);
 
 	int f = t_tmpfile(256 * KiB, 80);
@@ -54,13 +45,13 @@ Test(fdreuse, pipe_then_file)
 	 * return the file's first bytes. */
 	cr_assert_eq(lseek(p[0], 0, SEEK_SET), 0);
 	fsaio_prep_pread(&req, p[0], buf, sizeof(buf), 64 * KiB);
-	struct fsaio_event ev = run1(ctx, &req);
+	struct fsaio_event ev = t_run1(ctx, &req);
 	cr_assert_eq(ev.res, (int64_t)sizeof(buf), "res %lld", (long long)ev.res);
 	t_check_pattern(buf, sizeof(buf), 64 * KiB, 80);
 
 	fsaio_prep_pwrite(&req, p[0], buf, 100, 1000);
 	t_fill_pattern(buf, 100, 1000, 81);
-	cr_assert_eq(run1(ctx, &req).res, 100);
+	cr_assert_eq(t_run1(ctx, &req).res, 100);
 	t_check_file(p[0], 0, 1000, 80);
 	t_check_file(p[0], 1000, 100, 81);
 	t_check_file(p[0], 1100, 10000, 80);
@@ -78,14 +69,13 @@ Test(fdreuse, socket_then_file)
 
 	cr_assert_eq(write(sv[1], "hello", 5), 5);
 	fsaio_prep_pread(&req, sv[0], buf, sizeof(buf), -1);
-	cr_assert_eq(run1(ctx, &req).res, 5);
+	cr_assert_eq(t_run1(ctx, &req).res, 5);
 	close(sv[1]);
 
-	int f = t_tmpfile(64 * KiB, 82);
-	t_make_cold(f);
+	int f = t_coldfile(64 * KiB, 82);
 	move_to(f, sv[0]);
 	fsaio_prep_pread(&req, sv[0], buf, sizeof(buf), 12345);
-	struct fsaio_event ev = run1(ctx, &req);
+	struct fsaio_event ev = t_run1(ctx, &req);
 	cr_assert_eq(ev.res, (int64_t)sizeof(buf), "res %lld", (long long)ev.res);
 	t_check_pattern(buf, sizeof(buf), 12345, 82);
 	t_ctx_destroy(ctx);
@@ -104,7 +94,7 @@ Test(fdreuse, rdwr_then_rdonly)
 
 	t_fill_pattern(buf, sizeof(buf), 0, 85);
 	fsaio_prep_pwrite(&req, a, buf, sizeof(buf), 0);
-	cr_assert_eq(run1(ctx, &req).res, (int64_t)sizeof(buf));
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)sizeof(buf));
 
 	move_to(b_ro, a);
 	fsaio_prep_pwrite(&req, a, buf, sizeof(buf), 0);
@@ -113,7 +103,7 @@ Test(fdreuse, rdwr_then_rdonly)
 	t_check_file(b, 0, 64 * KiB, 84);
 
 	fsaio_prep_pread(&req, a, buf, sizeof(buf), 8192);
-	cr_assert_eq(run1(ctx, &req).res, (int64_t)sizeof(buf));
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)sizeof(buf));
 	t_check_pattern(buf, sizeof(buf), 8192, 84);
 	t_ctx_destroy(ctx);
 }
@@ -128,20 +118,19 @@ Test(fdreuse, tmpfs_then_disk_then_tmpfs)
 	struct fsaio_req req;
 
 	fsaio_prep_pread(&req, num, buf, sizeof(buf), 4096);
-	cr_assert_eq(run1(ctx, &req).res, (int64_t)sizeof(buf));
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)sizeof(buf));
 	t_check_pattern(buf, sizeof(buf), 4096, 86);
 
-	int d = t_tmpfile(64 * KiB, 87);
-	t_make_cold(d);
+	int d = t_coldfile(64 * KiB, 87);
 	move_to(d, num);
 	fsaio_prep_pread(&req, num, buf, sizeof(buf), 4096);
-	cr_assert_eq(run1(ctx, &req).res, (int64_t)sizeof(buf));
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)sizeof(buf));
 	t_check_pattern(buf, sizeof(buf), 4096, 87);
 
 	int s = t_shmfile(64 * KiB, 88);
 	move_to(s, num);
 	fsaio_prep_pread(&req, num, buf, sizeof(buf), 8192);
-	cr_assert_eq(run1(ctx, &req).res, (int64_t)sizeof(buf));
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)sizeof(buf));
 	t_check_pattern(buf, sizeof(buf), 8192, 88);
 	t_ctx_destroy(ctx);
 }

@@ -177,8 +177,7 @@ static void parent_still_works(fsaio_ctx_t *ctx, int fd, unsigned seed)
 Test(fork, child_gets_einval_parent_keeps_working)
 {
 	uint64_t fsize = 1 * MiB;
-	int fd = t_tmpfile(fsize, 160);
-	t_make_cold(fd);
+	int fd = t_coldfile(fsize, 160);
 	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	/* Use the context first, so it has workers, fd facts and an eventfd. */
 	cr_assert_geq(T_CALL(fsaio_event_fd(ctx)), 0);
@@ -198,8 +197,7 @@ Test(fork, with_requests_in_flight)
 	struct fsaio_params p = { .workers = 1 };
 	t_saturate(&s, &p);
 	uint64_t fsize = 1 * MiB;
-	int fd = t_tmpfile(fsize, 161);
-	t_make_cold(fd);
+	int fd = t_coldfile(fsize, 161);
 	enum { N = 6, LEN = 64 * 1024 };
 	static uint8_t bufs[N][LEN];
 	struct fsaio_req reqs[N], *rp[N + 1];
@@ -232,8 +230,7 @@ Test(fork, with_requests_in_flight)
 Test(fork, repeated_while_busy)
 {
 	uint64_t fsize = 2 * MiB;
-	int fd = t_tmpfile(fsize, 162);
-	t_make_cold(fd);
+	int fd = t_coldfile(fsize, 162);
 	struct fsaio_params p = { .workers = 4 };
 	fsaio_ctx_t *ctx = t_ctx(&p);
 	enum { ROUNDS = 12, N = 16, LEN = 32 * 1024 };

@@ -107,8 +107,7 @@ Test(getevents, nr_caps_and_min_nr_zero)
 /* NULL waits until min_nr events are there (the pool produces them). */
 Test(getevents, null_timeout_waits_for_min_nr)
 {
-	int fd = t_tmpfile(2 * MiB, 172);
-	t_make_cold(fd);
+	int fd = t_coldfile(2 * MiB, 172);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	enum { N = 8, LEN = 64 * 1024 };
 	static uint8_t bufs[N][LEN];
@@ -244,8 +243,7 @@ Test(getevents, signal_after_some_collected_returns_them)
 /* A worker's completion wakes a thread waiting with a timeout. */
 Test(getevents, timed_wait_woken_by_worker)
 {
-	int fd = t_tmpfile(1 * MiB, 175);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 175);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	static uint8_t buf[256 * 1024];
 	struct fsaio_req req;

@@ -19,20 +19,19 @@
 
 TestSuite(ops, .init = t_setup, .fini = t_teardown, .timeout = 60);
 
-static struct fsaio_event run1(fsaio_ctx_t *ctx, struct fsaio_req *req)
+/* A caller's RWF_NOWAIT request never goes to a worker, whole or in part. */
+static void nothing_queued(fsaio_ctx_t *ctx)
 {
-	struct fsaio_event ev;
+	struct fsaio_stats st = t_stats(ctx);
 
-	t_submit1(ctx, req);
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.req, req);
-	return ev;
+	cr_assert_eq(st.queued, 0);
+	cr_assert_eq(st.partial_inline, 0);
+	cr_assert_eq(st.bytes_worker, 0);
 }
 
 Test(ops, pread_pwrite)
 {
-	int fd = t_tmpfile(1 * MiB, 40);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 40);
 	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	enum { LEN = 40000 };
 	uint8_t src[LEN], dst[LEN];
@@ -42,11 +41,11 @@ Test(ops, pread_pwrite)
 	t_fill_pattern(src, LEN, 5000, 41);
 	struct fsaio_req req;
 	fsaio_prep_pwrite(&req, fd, src, LEN, 5000);
-	cr_assert_eq(run1(ctx, &req).res, LEN);
+	cr_assert_eq(t_run1(ctx, &req).res, LEN);
 	t_make_hot(fd, 600000, LEN);
 	t_fill_pattern(src, LEN, 600000, 41);
 	fsaio_prep_pwrite(&req, fd, src, LEN, 600000);
-	cr_assert_eq(run1(ctx, &req).res, LEN);
+	cr_assert_eq(t_run1(ctx, &req).res, LEN);
 
 	t_check_file(fd, 0, 5000, 40);
 	t_check_file(fd, 5000, LEN, 41);
@@ -55,7 +54,7 @@ Test(ops, pread_pwrite)
 	t_check_file(fd, 600000 + LEN, 1 * MiB - 600000 - LEN, 40);
 
 	fsaio_prep_pread(&req, fd, dst, LEN, 5000);
-	cr_assert_eq(run1(ctx, &req).res, LEN);
+	cr_assert_eq(t_run1(ctx, &req).res, LEN);
 	t_check_pattern(dst, LEN, 5000, 41);
 
 	struct fsaio_stats st = t_stats(ctx);
@@ -78,7 +77,7 @@ Test(ops, preadv_pwritev)
 	t_fill_pattern(c, sizeof(c), off + sizeof(a) + sizeof(b), 43);
 	struct fsaio_req req;
 	fsaio_prep_pwritev(&req, fd, iov, 3, (int64_t)off);
-	cr_assert_eq(run1(ctx, &req).res, (int64_t)total);
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)total);
 	t_check_file(fd, off, total, 43);
 	t_check_file(fd, 0, off, 42);
 
@@ -87,7 +86,7 @@ Test(ops, preadv_pwritev)
 	memset(c, 0, sizeof(c));
 	t_make_cold(fd);
 	fsaio_prep_preadv(&req, fd, iov, 3, (int64_t)off);
-	cr_assert_eq(run1(ctx, &req).res, (int64_t)total);
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)total);
 	t_check_pattern(a, sizeof(a), off, 43);
 	t_check_pattern(b, sizeof(b), off + sizeof(a), 43);
 	t_check_pattern(c, sizeof(c), off + sizeof(a) + sizeof(b), 43);
@@ -115,7 +114,7 @@ static void sync_op(int op)
 	else
 		fsaio_prep_fdatasync(&req, fd);
 	req.user_data = (void *)0xf5;
-	struct fsaio_event ev = run1(ctx, &req);
+	struct fsaio_event ev = t_run1(ctx, &req);
 	cr_assert_eq(ev.res, 0, "res %lld", (long long)ev.res);
 	cr_assert_eq(ev.user_data, (void *)0xf5);
 	cr_assert_eq(t_dirty_pages(fd, 0, 0), 0);
@@ -144,7 +143,7 @@ Test(ops, fsync_read_only_fd)
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	struct fsaio_req req;
 	fsaio_prep_fsync(&req, ro);
-	cr_assert_eq(run1(ctx, &req).res, 0);
+	cr_assert_eq(t_run1(ctx, &req).res, 0);
 	cr_assert_eq(t_dirty_pages(fd, 0, 0), 0);
 	t_ctx_destroy(ctx);
 }
@@ -152,8 +151,7 @@ Test(ops, fsync_read_only_fd)
 /* RWF_DSYNC / RWF_SYNC: the written range is on disk when the event comes. */
 static void sync_write(int flag)
 {
-	int fd = t_tmpfile(1 * MiB, 46);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 46);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	enum { LEN = 64 * 1024 };
 	uint8_t *src = malloc(LEN);
@@ -161,7 +159,7 @@ static void sync_write(int flag)
 	struct fsaio_req req;
 	fsaio_prep_pwrite(&req, fd, src, LEN, 128 * KiB);
 	req.rw_flags = flag;
-	cr_assert_eq(run1(ctx, &req).res, LEN);
+	cr_assert_eq(t_run1(ctx, &req).res, LEN);
 	cr_assert_eq(t_dirty_pages(fd, 0, 0), 0, "dirty pages left after a %s write",
 		     flag == RWF_DSYNC ? "RWF_DSYNC" : "RWF_SYNC");
 	t_check_file(fd, 128 * KiB, LEN, 47);
@@ -191,7 +189,7 @@ Test(ops, rwf_append_write)
 	struct fsaio_req req;
 	fsaio_prep_pwrite(&req, fd, src, LEN, 0);
 	req.rw_flags = RWF_APPEND;
-	cr_assert_eq(run1(ctx, &req).res, LEN);
+	cr_assert_eq(t_run1(ctx, &req).res, LEN);
 
 	struct stat st;
 	cr_assert_eq(fstat(fd, &st), 0);
@@ -203,14 +201,13 @@ Test(ops, rwf_append_write)
 
 Test(ops, rwf_hipri_read)
 {
-	int fd = t_tmpfile(256 * KiB, 50);
-	t_make_cold(fd);
+	int fd = t_coldfile(256 * KiB, 50);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	uint8_t buf[20000];
 	struct fsaio_req req;
 	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 1234);
 	req.rw_flags = RWF_HIPRI;
-	cr_assert_eq(run1(ctx, &req).res, (int64_t)sizeof(buf));
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)sizeof(buf));
 	t_check_pattern(buf, sizeof(buf), 1234, 50);
 	t_ctx_destroy(ctx);
 }
@@ -219,31 +216,26 @@ Test(ops, rwf_hipri_read)
  * or -EAGAIN, and never hand anything to the pool. */
 Test(ops, caller_nowait_cold_large)
 {
-	int fd = t_tmpfile(2 * MiB, 51);
-	t_make_cold(fd);
+	int fd = t_coldfile(2 * MiB, 51);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	size_t len = 256 * KiB;
 	uint8_t *buf = malloc(len);
 	struct fsaio_req req;
 	fsaio_prep_pread(&req, fd, buf, len, 512 * KiB);
 	req.rw_flags = RWF_NOWAIT;
-	struct fsaio_event ev = run1(ctx, &req);
+	struct fsaio_event ev = t_run1(ctx, &req);
 	cr_assert(ev.res == -EAGAIN || (ev.res > 0 && ev.res < (int64_t)len),
 		  "cold RWF_NOWAIT read: res %lld", (long long)ev.res);
 	if (ev.res > 0)
 		t_check_pattern(buf, (size_t)ev.res, 512 * KiB, 51);
-	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.queued, 0);
-	cr_assert_eq(st.partial_inline, 0);
-	cr_assert_eq(st.bytes_worker, 0);
+	nothing_queued(ctx);
 	t_ctx_destroy(ctx);
 	free(buf);
 }
 
 Test(ops, caller_nowait_cold_small)
 {
-	int fd = t_tmpfile(1 * MiB, 52);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 52);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	enum { N = 4, LEN = 4096 };
 	static uint8_t bufs[N][LEN];
@@ -252,7 +244,7 @@ Test(ops, caller_nowait_cold_small)
 		uint64_t off = (uint64_t)i * 256 * KiB;
 		fsaio_prep_pread(&req, fd, bufs[i], LEN, (int64_t)off);
 		req.rw_flags = RWF_NOWAIT;
-		struct fsaio_event ev = run1(ctx, &req);
+		struct fsaio_event ev = t_run1(ctx, &req);
 		/* The NOWAIT attempt starts readahead: a fast device may have the
 		 * page by the time the kernel looks again, hence "or all". */
 		cr_assert(ev.res == -EAGAIN || (ev.res > 0 && ev.res <= LEN),
@@ -269,8 +261,7 @@ Test(ops, caller_nowait_cold_small)
 
 Test(ops, caller_nowait_hot_and_half)
 {
-	int fd = t_tmpfile(1 * MiB, 53);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 53);
 	t_make_hot(fd, 0, 128 * KiB);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	size_t len = 256 * KiB;
@@ -279,7 +270,7 @@ Test(ops, caller_nowait_hot_and_half)
 
 	fsaio_prep_pread(&req, fd, buf, 100 * KiB, 10 * KiB);
 	req.rw_flags = RWF_NOWAIT;
-	cr_assert_eq(run1(ctx, &req).res, 100 * KiB);
+	cr_assert_eq(t_run1(ctx, &req).res, 100 * KiB);
 	t_check_pattern(buf, 100 * KiB, 10 * KiB, 53);
 
 	/* Half-cached: the cached prefix and no more, unless the readahead the
@@ -293,7 +284,7 @@ Test(ops, caller_nowait_hot_and_half)
 		}
 		fsaio_prep_pread(&req, fd, buf, len, 0);
 		req.rw_flags = RWF_NOWAIT;
-		struct fsaio_event ev = run1(ctx, &req);
+		struct fsaio_event ev = t_run1(ctx, &req);
 		cr_assert_geq(ev.res, 128 * KiB, "half-cached RWF_NOWAIT: res %lld", (long long)ev.res);
 		cr_assert_leq(ev.res, (int64_t)len);
 		t_check_pattern(buf, (size_t)ev.res, 0, 53);
@@ -301,10 +292,7 @@ Test(ops, caller_nowait_hot_and_half)
 	}
 	cr_assert(partial_seen, "5 rounds, none returned the cached prefix only");
 
-	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.queued, 0);
-	cr_assert_eq(st.partial_inline, 0);
-	cr_assert_eq(st.bytes_worker, 0);
+	nothing_queued(ctx);
 	t_ctx_destroy(ctx);
 	free(buf);
 }
@@ -313,8 +301,7 @@ Test(ops, caller_nowait_hot_and_half)
  * act on (or the write, on filesystems that allow it), never a queued one. */
 Test(ops, caller_nowait_write)
 {
-	int fd = t_tmpfile(256 * KiB, 54);
-	t_make_cold(fd);
+	int fd = t_coldfile(256 * KiB, 54);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	enum { LEN = 8192 };
 	uint8_t src[LEN];
@@ -322,7 +309,7 @@ Test(ops, caller_nowait_write)
 	struct fsaio_req req;
 	fsaio_prep_pwrite(&req, fd, src, LEN, 4096);
 	req.rw_flags = RWF_NOWAIT;
-	struct fsaio_event ev = run1(ctx, &req);
+	struct fsaio_event ev = t_run1(ctx, &req);
 	cr_assert(ev.res == LEN || ev.res == -EAGAIN || ev.res == -EOPNOTSUPP,
 		  "RWF_NOWAIT write: res %lld", (long long)ev.res);
 	t_check_file(fd, 4096, LEN, ev.res == LEN ? 55 : 54);
@@ -358,11 +345,11 @@ Test(ops, tmpfs_read_write)
 	/* Across EOF and a write. */
 	struct fsaio_req req;
 	fsaio_prep_pread(&req, fd, bufs[0], LEN, (int64_t)size - 1000);
-	cr_assert_eq(run1(ctx, &req).res, 1000);
+	cr_assert_eq(t_run1(ctx, &req).res, 1000);
 	t_check_pattern(bufs[0], 1000, size - 1000, 56);
 	t_fill_pattern(bufs[1], LEN, 7, 57);
 	fsaio_prep_pwrite(&req, fd, bufs[1], LEN, 7);
-	cr_assert_eq(run1(ctx, &req).res, LEN);
+	cr_assert_eq(t_run1(ctx, &req).res, LEN);
 	t_check_file(fd, 7, LEN, 57);
 	t_check_file(fd, 0, 7, 56);
 
@@ -374,8 +361,7 @@ Test(ops, tmpfs_read_write)
 
 Test(ops, o_direct_read_write)
 {
-	int fd = t_tmpfile(1 * MiB, 58);
-	t_make_cold(fd);
+	int fd = t_coldfile(1 * MiB, 58);
 	int dfd = t_reopen(fd, O_RDWR | O_DIRECT);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	enum { LEN = 64 * 1024 };
@@ -384,12 +370,12 @@ Test(ops, o_direct_read_write)
 
 	struct fsaio_req req;
 	fsaio_prep_pread(&req, dfd, buf, LEN, 128 * KiB);
-	cr_assert_eq(run1(ctx, &req).res, LEN);
+	cr_assert_eq(t_run1(ctx, &req).res, LEN);
 	t_check_pattern(buf, LEN, 128 * KiB, 58);
 
 	t_fill_pattern(buf, LEN, 512 * KiB, 59);
 	fsaio_prep_pwrite(&req, dfd, buf, LEN, 512 * KiB);
-	cr_assert_eq(run1(ctx, &req).res, LEN);
+	cr_assert_eq(t_run1(ctx, &req).res, LEN);
 	t_check_file(fd, 512 * KiB, LEN, 59);
 	t_check_file(fd, 0, 512 * KiB, 58);
 	t_ctx_destroy(ctx);
@@ -402,7 +388,7 @@ Test(ops, poll_regular_file)
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	struct fsaio_req req;
 	fsaio_prep_poll(&req, fd, POLLIN | POLLOUT);
-	struct fsaio_event ev = run1(ctx, &req);
+	struct fsaio_event ev = t_run1(ctx, &req);
 	cr_assert_eq(ev.res & (POLLIN | POLLOUT), POLLIN | POLLOUT, "revents 0x%llx",
 		     (unsigned long long)ev.res);
 	t_ctx_destroy(ctx);
@@ -429,7 +415,7 @@ Test(ops, poll_pipe)
 
 	/* Already readable: no waiting at all. */
 	fsaio_prep_poll(&req, p[0], POLLIN);
-	ev = run1(ctx, &req);
+	ev = t_run1(ctx, &req);
 	cr_assert(ev.res & POLLIN);
 	t_ctx_destroy(ctx);
 	close(p[0]);
@@ -447,9 +433,9 @@ Test(ops, pipe_read_write)
 
 	struct fsaio_req req;
 	fsaio_prep_pwrite(&req, p[1], src, 100, -1);
-	cr_assert_eq(run1(ctx, &req).res, 100);
+	cr_assert_eq(t_run1(ctx, &req).res, 100);
 	fsaio_prep_pread(&req, p[0], dst, sizeof(dst), -1);
-	cr_assert_eq(run1(ctx, &req).res, 100);
+	cr_assert_eq(t_run1(ctx, &req).res, 100);
 	t_check_pattern(dst, 100, 0, 61);
 
 	cr_assert_eq(write(p[1], src, 100), 100);
@@ -470,7 +456,7 @@ Test(ops, pipe_read_write)
 	close(p[1]);
 	fsaio_prep_pread(&req, p[0], dst, 300, -1);
 	req.flags = FSAIO_REQ_FULL;
-	cr_assert_eq(run1(ctx, &req).res, 10);
+	cr_assert_eq(t_run1(ctx, &req).res, 10);
 	t_ctx_destroy(ctx);
 	close(p[0]);
 }
@@ -509,7 +495,7 @@ Test(ops, caller_nowait_write_after_plain_write)
 
 	t_fill_pattern(src, LEN, 1000, 59);
 	fsaio_prep_pwrite(&req, fd, src, LEN, 1000);
-	struct fsaio_event ev = run1(ctx, &req);
+	struct fsaio_event ev = t_run1(ctx, &req);
 	cr_assert_eq(ev.res, LEN);
 	t_make_cold(fd);
 	t_make_cold(probe_fd);
@@ -521,7 +507,7 @@ Test(ops, caller_nowait_write_after_plain_write)
 	uint64_t queued = t_stats(ctx).queued;
 	fsaio_prep_pwrite(&req, fd, src, LEN, 20000);
 	req.rw_flags = RWF_NOWAIT;
-	ev = run1(ctx, &req);
+	ev = t_run1(ctx, &req);
 	cr_assert_eq(t_stats(ctx).queued, queued, "a NOWAIT write reached a worker");
 	if (want == -EOPNOTSUPP)
 		cr_assert_eq(ev.res, -EOPNOTSUPP, "the kernel refuses NOWAIT writes here; res %lld",

@@ -31,9 +31,8 @@ TestSuite(pollable, .init = t_setup, .fini = t_teardown, .timeout = 120);
 
 /* ------------------------------------------------------------------ helpers */
 
-/* The engine's threads (named fsaio-*): a sanitizer's own threads and the
- * test's do not count. */
-static unsigned count_threads(void)
+/* The threads of this process whose name starts with prefix. */
+static unsigned threads_named(const char *prefix)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
@@ -41,30 +40,6 @@ static unsigned count_threads(void)
 
 	cr_assert_not_null(d);
 	while ((e = readdir(d))) {
-		char path[300], comm[32] = "";
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (f && fgets(comm, sizeof(comm), f) && !strncmp(comm, "fsaio-", 6))
-			n++;
-		if (f)
-			fclose(f);
-	}
-	closedir(d);
-	return n;
-}
-
-static bool thread_named(const char *name)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	bool found = false;
-
-	cr_assert_not_null(d);
-	while (!found && (e = readdir(d))) {
 		char path[300], comm[64] = "";
 		FILE *f;
 
@@ -74,12 +49,24 @@ static bool thread_named(const char *name)
 		f = fopen(path, "r");
 		if (!f)
 			continue;
-		if (fgets(comm, sizeof(comm), f))
-			found = strncmp(comm, name, strlen(name)) == 0;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, prefix, strlen(prefix)))
+			n++;
 		fclose(f);
 	}
 	closedir(d);
-	return found;
+	return n;
+}
+
+/* The engine's threads (named fsaio-*): a sanitizer's own threads and the
+ * test's do not count. */
+static unsigned count_threads(void)
+{
+	return threads_named("fsaio-");
+}
+
+static bool thread_named(const char *name)
+{
+	return threads_named(name) > 0;
 }
 
 static void raise_nofile(rlim_t need)
@@ -149,6 +136,36 @@ static void quiet(fsaio_ctx_t *ctx)
 	t_no_event(ctx);
 }
 
+/* Submit a read of fd with the given request flags and assert that it
+ * waits (nothing to read yet). */
+static void read_waits(fsaio_ctx_t *ctx, struct fsaio_req *rd, int fd,
+		       void *buf, size_t len, uint32_t flags)
+{
+	fsaio_prep_pread(rd, fd, buf, len, -1);
+	rd->flags = flags;
+	t_submit1(ctx, rd);
+	quiet(ctx);
+}
+
+/* Reap the events of a and b and assert their results. */
+static void reap_pair(fsaio_ctx_t *ctx, struct fsaio_req *a, int64_t want_a,
+		      struct fsaio_req *b, int64_t want_b)
+{
+	struct fsaio_event evs[2];
+
+	t_reap_all(ctx, 2, evs, T_EVENT_TIMEOUT_MS);
+	cr_assert_eq(t_event_of(evs, 2, a)->res, want_a);
+	cr_assert_eq(t_event_of(evs, 2, b)->res, want_b);
+}
+
+/* Destroy the context, then close both ends of the pipe. */
+static void done_pipe(fsaio_ctx_t *ctx, int p[2])
+{
+	t_ctx_destroy(ctx);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* A thread that reads len bytes (or to EOF) from fd into buf. */
 struct drain {
 	pthread_t t;
@@ -191,6 +208,38 @@ static void drain_join(struct drain *d)
 
 /* ------------------------------------------------------------ many waiters */
 
+/* What pipe i is sent below; its length. */
+static int pipe_msg(char msg[32], unsigned i)
+{
+	return snprintf(msg, 32, "pipe %u says hi", i);
+}
+
+static void send_pipe_msg(int fd, unsigned i)
+{
+	char msg[32];
+	int len = pipe_msg(msg, i);
+
+	write_all(fd, msg, (size_t)len);
+}
+
+/* Reap n reads, all of pipes whose number has the parity odd: each read
+ * got exactly its own pipe's message. */
+static void reap_pipe_msgs(fsaio_ctx_t *ctx, unsigned n, struct fsaio_event *evs,
+			   struct fsaio_req *reqs, char (*bufs)[32], unsigned odd)
+{
+	t_reap_all(ctx, n, evs, T_EVENT_TIMEOUT_MS);
+	for (unsigned k = 0; k < n; k++) {
+		unsigned i = (unsigned)(uintptr_t)evs[k].user_data;
+		char msg[32];
+		int len = pipe_msg(msg, i);
+
+		cr_assert_eq(i % 2, odd, "pipe %u completed without data", i);
+		cr_assert_eq(evs[k].req, &reqs[i]);
+		cr_assert_eq(evs[k].res, len, "pipe %u: res %lld", i, (long long)evs[k].res);
+		cr_assert_str_eq(bufs[i], msg);
+	}
+}
+
 /* 1000 reads wait on 1000 empty pipes: no thread per read, and each gets
  * its own pipe's bytes when they come, whatever the order. */
 Test(pollable, thousand_pipes_hold_no_threads)
@@ -226,41 +275,14 @@ Test(pollable, thousand_pipes_hold_no_threads)
 	cr_assert_eq(t_stats(ctx).pool_threads, 0);
 
 	/* Data for the odd pipes, newest first: exactly those complete. */
-	for (unsigned i = N; i-- > 0;) {
-		char msg[32];
-		int len = snprintf(msg, sizeof(msg), "pipe %u says hi", i);
-
+	for (unsigned i = N; i-- > 0;)
 		if (i % 2)
-			write_all(p[i][1], msg, (size_t)len);
-	}
-	t_reap_all(ctx, N / 2, evs, T_EVENT_TIMEOUT_MS);
-	for (unsigned k = 0; k < N / 2; k++) {
-		unsigned i = (unsigned)(uintptr_t)evs[k].user_data;
-		char msg[32];
-		int len = snprintf(msg, sizeof(msg), "pipe %u says hi", i);
-
-		cr_assert_eq(i % 2, 1, "pipe %u completed without data", i);
-		cr_assert_eq(evs[k].req, &reqs[i]);
-		cr_assert_eq(evs[k].res, len, "pipe %u: res %lld", i, (long long)evs[k].res);
-		cr_assert_str_eq(bufs[i], msg);
-	}
+			send_pipe_msg(p[i][1], i);
+	reap_pipe_msgs(ctx, N / 2, evs, reqs, bufs, 1);
 	t_no_event(ctx);
-	for (unsigned i = 0; i < N; i += 2) {
-		char msg[32];
-		int len = snprintf(msg, sizeof(msg), "pipe %u says hi", i);
-
-		write_all(p[i][1], msg, (size_t)len);
-	}
-	t_reap_all(ctx, N / 2, evs, T_EVENT_TIMEOUT_MS);
-	for (unsigned k = 0; k < N / 2; k++) {
-		unsigned i = (unsigned)(uintptr_t)evs[k].user_data;
-		char msg[32];
-		int len = snprintf(msg, sizeof(msg), "pipe %u says hi", i);
-
-		cr_assert_eq(i % 2, 0);
-		cr_assert_eq(evs[k].res, len);
-		cr_assert_str_eq(bufs[i], msg);
-	}
+	for (unsigned i = 0; i < N; i += 2)
+		send_pipe_msg(p[i][1], i);
+	reap_pipe_msgs(ctx, N / 2, evs, reqs, bufs, 0);
 	cr_assert_leq(count_threads(), base + 1);
 	t_ctx_destroy(ctx);
 	cr_assert_eq(count_threads(), base, "a thread outlived destroy");
@@ -362,9 +384,7 @@ Test(pollable, queued_reads_keep_their_order)
 	cr_assert_eq(memcmp(bufs[0], "aaaa", 4), 0);
 	cr_assert_eq(memcmp(bufs[1], "bbbb", 4), 0);
 	cr_assert_eq(memcmp(bufs[2], "cccc", 4), 0);
-	t_ctx_destroy(ctx);
-	close(p[0]);
-	close(p[1]);
+	done_pipe(ctx, p);
 }
 
 /* ------------------------------------------------------------------ sockets */
@@ -377,19 +397,12 @@ Test(pollable, socketpair_read_and_write)
 	int sv[2];
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	fsaio_prep_pread(&rd, sv[0], buf, sizeof(buf), -1);
-	t_submit1(ctx, &rd);
-	quiet(ctx);
+	read_waits(ctx, &rd, sv[0], buf, sizeof(buf), 0);
 	fsaio_prep_pwrite(&wr, sv[1], "hello", 5, -1);
 	t_submit1(ctx, &wr);
-	struct fsaio_event evs[2];
-	t_reap_all(ctx, 2, evs, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(t_event_of(evs, 2, &rd)->res, 5);
-	cr_assert_eq(t_event_of(evs, 2, &wr)->res, 5);
+	reap_pair(ctx, &rd, 5, &wr, 5);
 	cr_assert_eq(memcmp(buf, "hello", 5), 0);
-	t_ctx_destroy(ctx);
-	close(sv[0]);
-	close(sv[1]);
+	done_pipe(ctx, sv);
 }
 
 /* 8 MiB through a socket whose buffers are small: one write request,
@@ -437,16 +450,12 @@ Test(pollable, read_returns_what_is_there)
 	int p[2];
 
 	mkpipe(p, 0);
-	fsaio_prep_pread(&rd, p[0], buf, sizeof(buf), -1);
-	t_submit1(ctx, &rd);
-	quiet(ctx);
+	read_waits(ctx, &rd, p[0], buf, sizeof(buf), 0);
 	write_all(p[1], "0123456789", 10);
 	struct fsaio_event ev = reap1(ctx);
 	cr_assert_eq(ev.res, 10);
 	cr_assert_eq(memcmp(buf, "0123456789", 10), 0);
-	t_ctx_destroy(ctx);
-	close(p[0]);
-	close(p[1]);
+	done_pipe(ctx, p);
 }
 
 Test(pollable, full_read_waits_for_the_whole_range)
@@ -461,10 +470,7 @@ Test(pollable, full_read_waits_for_the_whole_range)
 	mkpipe(p, 0);
 	/* 30 bytes are there at submit: taken inline, the rest waits. */
 	write_all(p[1], src, 30);
-	fsaio_prep_pread(&rd, p[0], buf, sizeof(buf), -1);
-	rd.flags = FSAIO_REQ_FULL;
-	t_submit1(ctx, &rd);
-	quiet(ctx);
+	read_waits(ctx, &rd, p[0], buf, sizeof(buf), FSAIO_REQ_FULL);
 	write_all(p[1], src + 30, 50);
 	quiet(ctx);
 	write_all(p[1], src + 80, 20);
@@ -474,9 +480,7 @@ Test(pollable, full_read_waits_for_the_whole_range)
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.partial_inline, 1);
 	cr_assert_eq(st.bytes_inline, 30);
-	t_ctx_destroy(ctx);
-	close(p[0]);
-	close(p[1]);
+	done_pipe(ctx, p);
 }
 
 Test(pollable, eof_completes_with_bytes_done)
@@ -488,19 +492,14 @@ Test(pollable, eof_completes_with_bytes_done)
 
 	/* Nothing read: EOF is res 0. */
 	mkpipe(p, 0);
-	fsaio_prep_pread(&rd, p[0], buf, sizeof(buf), -1);
-	t_submit1(ctx, &rd);
-	quiet(ctx);
+	read_waits(ctx, &rd, p[0], buf, sizeof(buf), 0);
 	close(p[1]);
 	cr_assert_eq(reap1(ctx).res, 0);
 	close(p[0]);
 
 	/* A FULL read that got 30 bytes before the writer left: 30. */
 	mkpipe(p, 0);
-	fsaio_prep_pread(&rd, p[0], buf, sizeof(buf), -1);
-	rd.flags = FSAIO_REQ_FULL;
-	t_submit1(ctx, &rd);
-	quiet(ctx);
+	read_waits(ctx, &rd, p[0], buf, sizeof(buf), FSAIO_REQ_FULL);
 	write_all(p[1], "abcdefghijklmnopqrstuvwxyz0123", 30);
 	quiet(ctx);
 	close(p[1]);
@@ -557,9 +556,7 @@ Test(pollable, caller_nowait_gives_eagain)
 	rd.rw_flags = RWF_NOWAIT;
 	t_submit1(ctx, &rd);
 	cr_assert_eq(reap1(ctx).res, 2);
-	t_ctx_destroy(ctx);
-	close(p[0]);
-	close(p[1]);
+	done_pipe(ctx, p);
 }
 
 /* FSAIO_CTX_NO_INLINE: nothing in the submitter, the poller does it all. */
@@ -580,9 +577,7 @@ Test(pollable, no_inline_goes_through_the_poller)
 	cr_assert_eq(st.completed_inline, 0);
 	cr_assert_eq(st.bytes_worker, 5);
 	cr_assert_eq(st.pool_threads, 0);
-	t_ctx_destroy(ctx);
-	close(p[0]);
-	close(p[1]);
+	done_pipe(ctx, p);
 }
 
 /* An offset on a pipe means nothing and is ignored (as the header says). */
@@ -598,9 +593,7 @@ Test(pollable, offset_is_ignored)
 	fsaio_prep_pread(&rd, p[0], buf, sizeof(buf), 4096);
 	t_submit1(ctx, &rd);
 	cr_assert_eq(reap1(ctx).res, 3);
-	t_ctx_destroy(ctx);
-	close(p[0]);
-	close(p[1]);
+	done_pipe(ctx, p);
 }
 
 /* ---------------------------------------------------------------------- POLL */
@@ -684,9 +677,7 @@ Test(pollable, blocking_fifo)
 
 	cr_assert_not_null(src);
 	mkfifo_pair(f, false);
-	fsaio_prep_pread(&rd, f[0], buf, sizeof(buf), -1);
-	t_submit1(ctx, &rd);
-	quiet(ctx);
+	read_waits(ctx, &rd, f[0], buf, sizeof(buf), 0);
 	write_all(f[1], "through the fifo", 16);
 	cr_assert_eq(reap1(ctx).res, 16);
 	cr_assert_eq(memcmp(buf, "through the fifo", 16), 0);
@@ -706,9 +697,7 @@ Test(pollable, blocking_fifo)
 	cr_assert_eq(fcntl(f[1], F_GETFL) & O_NONBLOCK, 0);
 
 	/* EOF when the writer leaves. */
-	fsaio_prep_pread(&rd, f[0], buf, sizeof(buf), -1);
-	t_submit1(ctx, &rd);
-	quiet(ctx);
+	read_waits(ctx, &rd, f[0], buf, sizeof(buf), 0);
 	close(f[1]);
 	cr_assert_eq(reap1(ctx).res, 0);
 	t_ctx_destroy(ctx);
@@ -726,19 +715,12 @@ Test(pollable, nonblocking_fifo)
 
 	mkfifo_pair(f, true);
 	cr_assert_eq(fcntl(f[0], F_SETFL, O_NONBLOCK), 0);
-	fsaio_prep_pread(&rd, f[0], buf, sizeof(buf), -1);
-	t_submit1(ctx, &rd);
-	quiet(ctx);
+	read_waits(ctx, &rd, f[0], buf, sizeof(buf), 0);
 	fsaio_prep_pwrite(&wr, f[1], "nb", 2, -1);
 	t_submit1(ctx, &wr);
-	struct fsaio_event evs[2];
-	t_reap_all(ctx, 2, evs, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(t_event_of(evs, 2, &rd)->res, 2);
-	cr_assert_eq(t_event_of(evs, 2, &wr)->res, 2);
+	reap_pair(ctx, &rd, 2, &wr, 2);
 	cr_assert_eq(t_stats(ctx).pool_threads, 0);
-	t_ctx_destroy(ctx);
-	close(f[0]);
-	close(f[1]);
+	done_pipe(ctx, f);
 }
 
 /* ------------------------------------------------------------------- a tty */
@@ -758,9 +740,7 @@ Test(pollable, blocking_pty)
 	cr_assert_eq(unlockpt(m), 0);
 	s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
 	cr_assert_geq(s, 0);
-	fsaio_prep_pread(&rd, m, buf, sizeof(buf), -1);
-	t_submit1(ctx, &rd);
-	quiet(ctx);
+	read_waits(ctx, &rd, m, buf, sizeof(buf), 0);
 	fsaio_prep_pwrite(&wr, s, "tty\n", 4, -1);
 	t_submit1(ctx, &wr);
 	struct fsaio_event evs[2];
@@ -799,9 +779,7 @@ Test(pollable, cancel_waiting_read)
 	quiet(ctx);
 	cr_assert_eq(read(p[0], buf, sizeof(buf)), 4);
 	cr_assert_eq(t_stats(ctx).cancelled, 1);
-	t_ctx_destroy(ctx);
-	close(p[0]);
-	close(p[1]);
+	done_pipe(ctx, p);
 }
 
 /* A write cancelled half-way: -ECANCELED with what went in as res2, and

@@ -54,17 +54,6 @@ static uint64_t warm_bytes(int fd)
 	return 2 * ra_limit(fd) + 1 * MiB;
 }
 
-static int64_t read1(fsaio_ctx_t *ctx, int fd, uint8_t *buf, size_t len, uint64_t off)
-{
-	struct fsaio_req req;
-	struct fsaio_event ev;
-
-	fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
-	t_submit1(ctx, &req);
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	return ev.res;
-}
-
 /* Wait up to ms for [off, off+len) to be wholly in the cache. */
 /* A range the test will wait on, with its evicted count before anything
  * could have read it. */
@@ -117,7 +106,7 @@ Test(readahead, missed_stream_gets_the_next_ranges_cached)
 
 	uint64_t off = 0;
 	for (; off < warm; off += LEN) {
-		cr_assert_eq(read1(ctx, fd, buf, LEN, off), LEN);
+		cr_assert_eq(t_read1(ctx, fd, buf, LEN, off), LEN);
 		if (off < 16 * MiB)     /* beyond, ftruncate's zeros */
 			t_check_pattern(buf, LEN, off, 21);
 	}
@@ -136,7 +125,7 @@ Test(readahead, missed_stream_gets_the_next_ranges_cached)
 	cr_assert_geq(st.prefetched_bytes, 2 * LEN);
 
 	/* The next read of the stream is a cache hit, counted as such. */
-	cr_assert_eq(read1(ctx, fd, buf, LEN, off), LEN);
+	cr_assert_eq(t_read1(ctx, fd, buf, LEN, off), LEN);
 	st = t_stats(ctx);
 	cr_assert_geq(st.stream_hits, 1);
 	/* Nothing far beyond the window was read. */
@@ -196,7 +185,7 @@ Test(readahead, random_access_prefetches_nothing)
 		/* Distinct pages, far apart (a multiplicative walk over 16384). */
 		x = (x * 2654435761u + 1) % 16384;
 		uint64_t off = x * PAGE;
-		cr_assert_eq(read1(ctx, fd, buf, PAGE, off), PAGE);
+		cr_assert_eq(t_read1(ctx, fd, buf, PAGE, off), PAGE);
 		t_check_pattern(buf, PAGE, off, 23);
 	}
 	struct fsaio_stats st = t_stats(ctx);
@@ -218,7 +207,7 @@ Test(readahead, fadvise_random_turns_detection_off)
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	T_ASSERT_RET(fsaio_fadvise(ctx, fd, POSIX_FADV_RANDOM), 0);
 	for (unsigned i = 0; i < 16; i++)
-		cr_assert_eq(read1(ctx, fd, buf, LEN, (uint64_t)i * LEN), LEN);
+		cr_assert_eq(t_read1(ctx, fd, buf, LEN, (uint64_t)i * LEN), LEN);
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.readahead_calls, 0);
 	cr_assert_eq(st.stream_hits, 0);
@@ -240,7 +229,7 @@ Test(readahead, fadvise_sequential_prefetches_from_the_first_read)
 	T_ASSERT_RET(fsaio_fadvise(ctx, fd, POSIX_FADV_SEQUENTIAL), 0);
 	/* One read in the middle: the kernel reads just it (a lone read), the
 	 * engine prefetches the window after it at once. */
-	cr_assert_eq(read1(ctx, fd, buf, LEN, 8 * MiB), LEN);
+	cr_assert_eq(t_read1(ctx, fd, buf, LEN, 8 * MiB), LEN);
 	t_check_pattern(buf, LEN, 8 * MiB, 25);
 	cr_assert(wait_cached(&ahead, 10000), "no prefetch after a SEQUENTIAL read: %llu pages read in",
 		  (unsigned long long)brought_in(&ahead));
@@ -260,7 +249,7 @@ Test(readahead, no_readahead_flag_turns_it_all_off)
 	struct fsaio_params p = { .flags = FSAIO_CTX_NO_READAHEAD };
 	fsaio_ctx_t *ctx = t_ctx(&p);
 	for (unsigned i = 0; i < 16; i++)
-		cr_assert_eq(read1(ctx, fd, buf, LEN, (uint64_t)i * LEN), LEN);
+		cr_assert_eq(t_read1(ctx, fd, buf, LEN, (uint64_t)i * LEN), LEN);
 	cr_assert_eq(t_stats(ctx).readahead_calls, 0);
 	cr_assert_eq(t_cached_pages(fd, 16 * LEN, 0), 0);
 	t_ctx_destroy(ctx);

@@ -57,9 +57,7 @@ static int64_t engine_read(fsaio_ctx_t *ctx, int fd, char *buf, size_t len, int6
 		fsaio_prep_preadv(&r, fd, iov, split(iov, parts, buf, len), off);
 	else
 		fsaio_prep_pread(&r, fd, buf, len, off);
-	t_submit1(ctx, &r);
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.req, &r);
+	ev = t_run1(ctx, &r);
 	return ev.res;
 }
 

@@ -143,8 +143,7 @@ Test(stats, inline_writes_are_not_retries)
 Test(stats, counters_add_up)
 {
 	size_t fsize = 4 * MiB;
-	int fd = t_tmpfile(fsize, 181);
-	t_make_cold(fd);
+	int fd = t_coldfile(fsize, 181);
 	for (uint64_t o = 0; o < fsize; o += 256 * KiB)
 		t_make_hot(fd, o, 96 * KiB);
 	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
@@ -184,8 +183,7 @@ Test(stats, counters_add_up)
 
 Test(stats, probe_counts)
 {
-	int fd = t_tmpfile(2 * MiB, 182);
-	t_make_cold(fd);
+	int fd = t_coldfile(2 * MiB, 182);
 	t_make_hot(fd, 0, 256 * KiB);
 	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	static uint8_t buf[256 * 1024];

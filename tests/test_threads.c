@@ -244,8 +244,7 @@ static void *reaper(void *arg)
 
 Test(threads, blocked_reapers)
 {
-	int fd = t_tmpfile(NREQ * 4096, 131);
-	t_make_cold(fd);
+	int fd = t_coldfile(NREQ * 4096, 131);
 	t_make_hot(fd, 0, NREQ * 2048);
 	g_ctx = t_ctx(NULL);
 	pthread_t th[NREAP];
@@ -321,8 +320,7 @@ static void *reap_with_cancel_pending(void *p)
 Test(threads, submit_and_getevents_hold_no_cancellation_point)
 {
 	enum { LEN = 64 * KiB };
-	int fd = t_tmpfile(4 * MiB, 150);
-	t_make_cold(fd);
+	int fd = t_coldfile(4 * MiB, 150);
 	t_make_hot(fd, 0, LEN);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	/* With an eventfd, posting an event writes it under the queue's lock. */

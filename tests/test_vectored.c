@@ -95,15 +95,6 @@ static size_t half_page(int i)
 	return 2048;
 }
 
-static struct fsaio_event run1(fsaio_ctx_t *ctx, struct fsaio_req *req)
-{
-	struct fsaio_event ev;
-	t_submit1(ctx, req);
-	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	cr_assert_eq(ev.req, req);
-	return ev;
-}
-
 enum cache { HOT, COLD };
 
 static const uint32_t backends[] = {
@@ -135,7 +126,7 @@ static void preadv_case(enum cache c, int n, size_t (*size_of)(int), uint64_t of
 			fsaio_ctx_t *ctx = t_ctx(&p);
 			struct fsaio_req req;
 			fsaio_prep_preadv(&req, fd, l.iov, n, (int64_t)off);
-			struct fsaio_event ev = run1(ctx, &req);
+			struct fsaio_event ev = t_run1(ctx, &req);
 			cr_assert_eq(ev.res, (int64_t)l.total, "backend %u: res %lld, want %zu",
 				     backends[k], (long long)ev.res, l.total);
 			layout_check(&l, off, l.total, seed);
@@ -206,7 +197,7 @@ static void preadv_half(size_t (*size_of)(int), uint64_t off, uint64_t hot, bool
 		fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 		struct fsaio_req req;
 		fsaio_prep_preadv(&req, fd, l.iov, l.n, (int64_t)off);
-		struct fsaio_event ev = run1(ctx, &req);
+		struct fsaio_event ev = t_run1(ctx, &req);
 		cr_assert_eq(ev.res, (int64_t)l.total, "res %lld, want %zu", (long long)ev.res, l.total);
 		layout_check(&l, off, l.total, seed);
 
@@ -264,7 +255,7 @@ static void pwritev_case(enum cache c, size_t (*size_of)(int), uint64_t off)
 		fsaio_ctx_t *ctx = t_ctx(&p);
 		struct fsaio_req req;
 		fsaio_prep_pwritev(&req, fd, l.iov, l.n, (int64_t)off);
-		struct fsaio_event ev = run1(ctx, &req);
+		struct fsaio_event ev = t_run1(ctx, &req);
 		cr_assert_eq(ev.res, (int64_t)l.total, "backend %u: res %lld, want %zu", backends[k],
 			     (long long)ev.res, l.total);
 		t_check_file(fd, 0, off, 73);
@@ -305,11 +296,11 @@ Test(vectored, all_empty_iovecs)
 		iov[i] = (struct iovec){ &b, 0 };
 	struct fsaio_req req;
 	fsaio_prep_preadv(&req, fd, iov, 8, 0);
-	cr_assert_eq(run1(ctx, &req).res, 0);
+	cr_assert_eq(t_run1(ctx, &req).res, 0);
 	fsaio_prep_pwritev(&req, fd, iov, 8, 0);
-	cr_assert_eq(run1(ctx, &req).res, 0);
+	cr_assert_eq(t_run1(ctx, &req).res, 0);
 	fsaio_prep_preadv(&req, fd, iov, 0, 0);
-	cr_assert_eq(run1(ctx, &req).res, 0);
+	cr_assert_eq(t_run1(ctx, &req).res, 0);
 	t_check_file(fd, 0, 64 * KiB, 75);
 	t_ctx_destroy(ctx);
 }

@@ -21,16 +21,9 @@ total=0
 for f in "$@"; do total=$((total + $(wc -c <"$f"))); done
 echo "total: $total bytes" >>"$dir/want"
 
-for round in cached cold; do
-	[ $round = cached ] || cold "$@"
-	run_ok "$dir/out" "$dir/err" "$ex" "$@"
-	cmp -s "$dir/out" "$dir/want" || fail "$round: $(diff "$dir/want" "$dir/out")"
-done
+rounds "$ex" "$@"
 
-rc=0
-"$ex" "$dir/missing" "$dir/r2" >"$dir/out" 2>"$dir/err" || rc=$?
-[ "$rc" = 1 ] || fail "a missing file: exit $rc"
-[ "$(cat "$dir/err")" = "fsaio-callback: $dir/missing: No such file or directory" ] || fail "stderr: $(cat "$dir/err")"
+expect 1 "fsaio-callback: $dir/missing: No such file or directory" "$ex" "$dir/missing" "$dir/r2"
 printf '%s: 65537 bytes in 2 reads\ntotal: 65537 bytes\n' "$dir/r2" | cmp -s - "$dir/out" ||
 	fail "the file beside a missing one: $(cat "$dir/out")"
 echo "fsaio-callback: ok"

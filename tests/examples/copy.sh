@@ -41,14 +41,6 @@ rm -f "$dir/dst"
 # Errors: one line on stderr; 2 for usage, 1 for a failed copy; DST is
 # left alone.
 cp "$dir/odd" "$dir/dst"
-expect() {
-	want_rc=$1 want_err=$2
-	shift 2
-	rc=0
-	"$@" >"$dir/out" 2>"$dir/err" || rc=$?
-	[ "$rc" = "$want_rc" ] || fail "$*: exit $rc, expected $want_rc"
-	[ "$(cat "$dir/err")" = "$want_err" ] || fail "$*: stderr '$(cat "$dir/err")'"
-}
 expect 2 "fsaio-copy: -j: '0' is not a number from 1 to 1024" "$ex" -j 0 "$dir/odd" "$dir/dst"
 expect 2 "fsaio-copy: -j: 'x' is not a number from 1 to 1024" "$ex" -j x "$dir/odd" "$dir/dst"
 expect 2 "fsaio-copy: -b: '65M' is not a size from 1 to 64M" "$ex" -b 65M "$dir/odd" "$dir/dst"

@@ -20,16 +20,9 @@ expected() {
 	done
 }
 expected "$@" >"$dir/want"
-for round in cached cold; do
-	[ $round = cached ] || cold "$@"
-	run_ok "$dir/out" "$dir/err" "$ex" "$@"
-	cmp -s "$dir/out" "$dir/want" || fail "$round: $(diff "$dir/want" "$dir/out")"
-done
+rounds "$ex" "$@"
 
 # A file that cannot be opened: reported, the others counted, exit 1.
-rc=0
-"$ex" "$dir/r1" "$dir/missing" "$dir/text" >"$dir/out" 2>"$dir/err" || rc=$?
-[ "$rc" = 1 ] || fail "a missing file: exit $rc"
-[ "$(cat "$dir/err")" = "fsaio-epoll: $dir/missing: No such file or directory" ] || fail "stderr: $(cat "$dir/err")"
+expect 1 "fsaio-epoll: $dir/missing: No such file or directory" "$ex" "$dir/r1" "$dir/missing" "$dir/text"
 expected "$dir/r1" "$dir/text" | cmp -s - "$dir/out" || fail "the files beside a missing one: $(cat "$dir/out")"
 echo "fsaio-epoll: ok"

@@ -22,12 +22,36 @@ cold() {
 	done
 }
 
-# run_ok OUT ERR CMD...: run CMD, which must exit 0 with nothing on stderr.
-run_ok() {
-	out=$1 err=$2
-	shift 2
+# run_to OUT ERR RC WANT_ERR CMD...: run CMD with its output in OUT and
+# its stderr in ERR; it must exit RC with WANT_ERR on stderr.
+run_to() {
+	out=$1 err=$2 want_rc=$3 want_err=$4
+	shift 4
 	rc=0
 	"$@" >"$out" 2>"$err" || rc=$?
-	[ "$rc" = 0 ] || fail "$*: exit $rc: $(cat "$err")"
-	[ ! -s "$err" ] || fail "$*: stderr: $(cat "$err")"
+	[ "$rc" = "$want_rc" ] || fail "$*: exit $rc, expected $want_rc: $(cat "$err")"
+	[ "$(cat "$err")" = "$want_err" ] || fail "$*: stderr '$(cat "$err")'"
+}
+
+# expect RC ERR CMD...: run CMD, which must exit RC with ERR on stderr;
+# its output is left in $dir/out.
+expect() { run_to "$dir/out" "$dir/err" "$@"; }
+
+# run_ok OUT ERR CMD...: run CMD, which must exit 0 with nothing on stderr.
+run_ok() {
+	run_ok_out=$1 run_ok_err=$2
+	shift 2
+	run_to "$run_ok_out" "$run_ok_err" 0 "" "$@"
+}
+
+# rounds PROG FILE...: run PROG on the files as they are, then again made
+# cold; each time it must exit 0, quiet, and print what $dir/want holds.
+rounds() {
+	rounds_prog=$1
+	shift
+	for round in cached cold; do
+		[ $round = cached ] || cold "$@"
+		run_ok "$dir/out" "$dir/err" "$rounds_prog" "$@"
+		cmp -s "$dir/out" "$dir/want" || fail "$round: $(diff "$dir/want" "$dir/out")"
+	done
 }

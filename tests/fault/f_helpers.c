@@ -4,25 +4,18 @@
  * in t_helpers.c; everything here runs on the test's own thread.
  */
 #include "f_helpers.h"
+#include "f_loop.h"
 
 #include <fcntl.h>
-#include <linux/loop.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* ext4's shutdown ioctl (fs/ext4/ext4.h; not in every uapi header set). */
-#ifndef EXT4_IOC_SHUTDOWN
-#define EXT4_IOC_SHUTDOWN _IOR('X', 125, uint32_t)
-#endif
-#define F_GOING_FLAGS_NOLOGFLUSH 0x2
 
 const uint32_t f_backends[2] = { FSAIO_BACKEND_THREADS, FSAIO_BACKEND_URING };
 
@@ -45,6 +38,23 @@ void f_skip(const char *fmt, ...)
 	_exit(T_SKIP_STATUS);
 }
 
+void f_op_prep(struct f_op *o, unsigned i, int rfd, int wfd, uint8_t *buf,
+	       size_t rlen, size_t wlen, unsigned wseed)
+{
+	o->kind = i % 8 == 7 ? 2 : i % 4 == 3 ? 1 : 0;
+	o->nev = 0;
+	if (o->kind == 0) {
+		memset(buf, 0xee, rlen);
+		fsaio_prep_pread(&o->r, rfd, buf, rlen, (int64_t)i * 160 * KiB);
+	} else if (o->kind == 1) {
+		t_fill_pattern(buf, wlen, (uint64_t)i * wlen, wseed);
+		fsaio_prep_pwrite(&o->r, wfd, buf, wlen, (int64_t)(i * wlen));
+	} else {
+		fsaio_prep_fsync(&o->r, wfd);
+	}
+	o->r.user_data = o;
+}
+
 bool f_res_ok(int64_t res, uint64_t len, const int *errs)
 {
 	if (res >= 0)
@@ -58,24 +68,9 @@ bool f_res_ok(int64_t res, uint64_t len, const int *errs)
 /* Run mkfs.ext4 on the image: 0, or -1 when the program is not there. */
 static int mkfs(const char *img)
 {
-	pid_t pid = fork();
+	pid_t pid = f_mkfs_start(img);
 
 	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		if (null >= 0) {
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		/* 4 KiB blocks as on a real disk; everything initialised
-		 * now, so no lazy-init thread writes during the test. */
-		char *argv[] = { "mkfs.ext4", "-q", "-F", "-b", "4096",
-				 "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
-				 (char *)img, NULL };
-		setenv("PATH", "/usr/sbin:/sbin:/usr/bin:/bin", 1);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
 	int st = t_waitpid_bounded(pid, 60000);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
 		return -1;
@@ -95,31 +90,24 @@ static void attach(struct f_fs *fs)
 	cr_assert_geq(imgfd, 0, "open %s: %s", fs->img, strerror(errno));
 
 	for (int tries = 0; tries < 100; tries++) {
-		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
-		if (n < 0)
-			f_skip("no free loop device (LOOP_CTL_GET_FREE: %s)", strerror(errno));
-		snprintf(fs->dev, sizeof(fs->dev), "/dev/loop%d", n);
-		/* Without udev nobody makes the node of a new device. */
-		if (access(fs->dev, F_OK) < 0)
-			(void)mknod(fs->dev, S_IFBLK | 0660, makedev(7, (unsigned)n));
-		int lfd = open(fs->dev, O_RDWR | O_CLOEXEC);
-		if (lfd < 0) {
-			/* udev may not have made the node yet. */
-			t_sleep_ms(10);
-			continue;
-		}
-		struct loop_config cfg = { .fd = (uint32_t)imgfd };
-		cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
-		if (ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0) {
+		enum f_loop_fail why;
+		int lfd = f_loop_attach_once(ctl, imgfd, fs->dev, sizeof(fs->dev), &why);
+
+		if (lfd >= 0) {
 			fs->loopfd = lfd;
 			close(imgfd);
 			close(ctl);
 			return;
 		}
-		int e = errno;
-		close(lfd);
-		if (e != EBUSY)
-			f_skip("cannot attach a loop device (LOOP_CONFIGURE: %s)", strerror(e));
+		if (why == F_LOOP_NOFREE)
+			f_skip("no free loop device (LOOP_CTL_GET_FREE: %s)", strerror(errno));
+		if (why == F_LOOP_NOOPEN) {
+			/* udev may not have made the node yet. */
+			t_sleep_ms(10);
+			continue;
+		}
+		if (errno != EBUSY)
+			f_skip("cannot attach a loop device (LOOP_CONFIGURE: %s)", strerror(errno));
 	}
 	cr_assert_fail("no loop device could be attached in 100 tries");
 }

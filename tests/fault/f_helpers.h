@@ -59,6 +59,20 @@ int f_fs_open(struct f_fs *fs, const char *name, int flags);
  * (a list ended by 0). */
 bool f_res_ok(int64_t res, uint64_t len, const int *errs);
 
+/* A request of the mixed batches of the limits and allocation tests. */
+struct f_op {
+	struct fsaio_req r;
+	int kind;               /* 0 read, 1 write, 2 fsync */
+	int nev;                /* events seen for it */
+	int64_t res;
+};
+/* Request i of such a batch: an fsync of wfd (every 8th), a write of wlen
+ * bytes of wseed's pattern at i * wlen (every 4th), else a read of rlen
+ * bytes of rfd at i * 160 KiB into buf (filled with 0xee first). Its
+ * user_data is o; nev is reset. */
+void f_op_prep(struct f_op *o, unsigned i, int rfd, int wfd, uint8_t *buf,
+	       size_t rlen, size_t wlen, unsigned wseed);
+
 /* The backends a miss can go to, for the tests run once per backend. */
 extern const uint32_t f_backends[2];
 const char *f_backend_name(uint32_t b);

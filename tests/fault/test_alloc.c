@@ -13,7 +13,7 @@
  * either succeeds or fails cleanly with -ENOMEM; every accepted request
  * gets exactly one event, full or -ENOMEM/-EAGAIN, with the data right.
  */
-#include "t_helpers.h"
+#include "f_helpers.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -24,8 +24,6 @@
 
 TestSuite(alloc, .init = t_setup, .fini = t_teardown, .timeout = 110);
 
-#define KiB 1024u
-#define MiB (1024u * 1024u)
 #define RSIZE (4 * MiB)
 #define NREQ 24
 #define RLEN (64 * KiB)
@@ -172,14 +170,7 @@ NO_SAN void free(void *p)
 /* ------------------------------------------------------------------ */
 /* One run, in a child: the work with the Nth allocation failing.       */
 
-struct op {
-	struct fsaio_req r;
-	int kind;               /* 0 read, 1 write, 2 fsync */
-	int nev;
-	int64_t res;
-};
-
-static struct op ops[NREQ];
+static struct f_op ops[NREQ];
 static uint8_t bufs[NREQ][RLEN];
 
 static bool res_ok(int64_t res, int64_t want)
@@ -195,18 +186,8 @@ static void child_run(uint32_t backend, int rfd, int wfd, unsigned long n)
 	struct fsaio_params p = { .miss_backend = backend };
 
 	for (unsigned i = 0; i < NREQ; i++) {
-		struct op *o = &ops[i];
-		o->kind = i % 8 == 7 ? 2 : i % 4 == 3 ? 1 : 0;
-		if (o->kind == 0) {
-			memset(bufs[i], 0xee, RLEN);
-			fsaio_prep_pread(&o->r, rfd, bufs[i], RLEN, (int64_t)i * 160 * KiB);
-		} else if (o->kind == 1) {
-			t_fill_pattern(bufs[i], WLEN, (uint64_t)i * WLEN, WSEED);
-			fsaio_prep_pwrite(&o->r, wfd, bufs[i], WLEN, (int64_t)i * WLEN);
-		} else {
-			fsaio_prep_fsync(&o->r, wfd);
-		}
-		o->r.user_data = o;
+		struct f_op *o = &ops[i];
+		f_op_prep(o, i, rfd, wfd, bufs[i], RLEN, WLEN, WSEED);
 		o->res = -EINPROGRESS;
 	}
 
@@ -252,7 +233,7 @@ static void child_run(uint32_t backend, int rfd, int wfd, unsigned long n)
 		r = T_CALL(fsaio_getevents(ctx, 1, NREQ, evs, &ts));
 		cr_assert_geq(r, 0, "fsaio_getevents: %d", r);
 		for (int k = 0; k < r; k++) {
-			struct op *o = evs[k].user_data;
+			struct f_op *o = evs[k].user_data;
 			cr_assert(o >= ops && o < ops + NREQ && evs[k].req == &o->r, "a stray event");
 			cr_assert_eq(++o->nev, 1, "a request completed twice");
 			o->res = evs[k].res;

@@ -111,19 +111,11 @@ static int check_op(const struct op *o, const struct fsaio_event *ev, bool must_
 static void reap_check(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned n,
 		       struct t_sat *sat, bool must_fail, unsigned *neio)
 {
-	unsigned total = n + (sat ? 1 : 0);
-	struct fsaio_event *evs = calloc(total, sizeof(*evs));
+	struct fsaio_event *evs = calloc(n + 1, sizeof(*evs));
 
 	cr_assert_not_null(evs);
-	t_reap_all(ctx, total, evs, T_EVENT_TIMEOUT_MS);
-	if (sat) {
-		t_sat_check(sat, evs, total);
-		for (unsigned i = 0; i < total; i++)
-			if (evs[i].req == &sat->breq)
-				evs[i] = evs[--total];
-	}
-	t_match_events(evs, total, reqs, n);
-	for (unsigned i = 0; i < total; i++) {
+	t_reap_sat(ctx, sat, evs, reqs, n);
+	for (unsigned i = 0; i < n; i++) {
 		struct op *o = evs[i].user_data;
 		o->res = evs[i].res;
 		*neio += (unsigned)check_op(o, &evs[i], must_fail);
@@ -178,15 +170,8 @@ static void run(uint32_t backend, bool saturate)
 	}
 	int dfd = f_fs_open(&fs, "d", O_RDWR | O_CREAT | O_TRUNC);
 
-	struct t_sat sat;
-	fsaio_ctx_t *ctx;
-	if (saturate) {
-		struct fsaio_params p = { .workers = 1 };
-		t_saturate(&sat, &p);
-		ctx = sat.ctx;
-	} else {
-		ctx = t_ctx_backend(backend);
-	}
+	struct t_sat sat, *s = saturate ? &sat : NULL;
+	fsaio_ctx_t *ctx = t_ctx_or_sat(s, backend);
 
 	/* Durable before the fault: a write and an fsync through the engine.
 	 * (With the pool held, they would wait: do them before saturating.) */
@@ -217,7 +202,7 @@ static void run(uint32_t backend, bool saturate)
 	if (saturate)
 		t_sat_unblock(&sat);
 	unsigned neio = 0;
-	reap_check(ctx, reqs, NOPS, saturate ? &sat : NULL, false, &neio);
+	reap_check(ctx, reqs, NOPS, s, false, &neio);
 	if (saturate) {
 		/* Held behind the worker until after the shutdown. */
 		for (unsigned i = NREAD; i < NREAD + NWRITE; i++)
@@ -237,9 +222,7 @@ static void run(uint32_t backend, bool saturate)
 	reap_check(ctx, reqs2, NOPS, NULL, true, &neio2);
 	cr_assert_eq(neio2, NOPS);
 
-	t_ctx_destroy(ctx);
-	if (saturate)
-		t_blocker_fini(&sat.blk);
+	t_ctx_sat_destroy(ctx, s);
 	close(rfd);
 	close(dfd);
 	for (int f = 0; f < NWF; f++)

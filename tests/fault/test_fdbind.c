@@ -65,16 +65,8 @@ static void run(uint32_t backend, bool write, enum change how)
 	t_make_cold(a2);
 	t_make_cold(b2);
 
-	struct t_sat sat;
-	fsaio_ctx_t *ctx;
-	bool saturate = backend == FSAIO_BACKEND_THREADS;
-	if (saturate) {
-		struct fsaio_params p = { .workers = 1 };
-		t_saturate(&sat, &p);
-		ctx = sat.ctx;
-	} else {
-		ctx = t_ctx_backend(backend);
-	}
+	struct t_sat sat, *s = backend == FSAIO_BACKEND_THREADS ? &sat : NULL;
+	fsaio_ctx_t *ctx = t_ctx_or_sat(s, backend);
 
 	static struct fsaio_req reqs[NREQ];
 	struct fsaio_req *rp[NREQ];
@@ -97,23 +89,15 @@ static void run(uint32_t backend, bool write, enum change how)
 	}
 	t_submit(ctx, rp, NREQ);
 	change_fd(a, bpath, how);
-	if (saturate)
-		t_sat_unblock(&sat);
+	if (s)
+		t_sat_unblock(s);
 
-	unsigned n = NREQ + (saturate ? 1 : 0);
 	struct fsaio_event evs[NREQ + 1];
-	t_reap_all(ctx, n, evs, T_EVENT_TIMEOUT_MS);
-	if (saturate) {
-		t_sat_check(&sat, evs, n);
-		for (unsigned i = 0; i < n; i++)
-			if (evs[i].req == &sat.breq)
-				evs[i] = evs[--n];
-	}
-	t_match_events(evs, n, rp, NREQ);
+	t_reap_sat(ctx, s, evs, rp, NREQ);
 
 	unsigned wrong = 0, failed = 0, b_changed = 0;
 	int64_t first_bad = 0;
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < NREQ; i++) {
 		const struct fsaio_req *r = evs[i].req;
 		if (evs[i].res != (int64_t)LEN) {
 			if (!failed++)
@@ -150,9 +134,7 @@ static void run(uint32_t backend, bool write, enum change how)
 	if (write)
 		t_check_file(b2, 0, SIZE, SEED_B);
 
-	t_ctx_destroy(ctx);
-	if (saturate)
-		t_blocker_fini(&sat.blk);
+	t_ctx_sat_destroy(ctx, s);
 	if (how != CLOSE)
 		close(a);
 	close(a2);

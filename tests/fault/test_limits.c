@@ -8,7 +8,7 @@
  * -EMFILE or works without one (its eventfd is made on first use, and
  * fsaio_event_fd then says -EMFILE).
  */
-#include "t_helpers.h"
+#include "f_helpers.h"
 
 #include <grp.h>
 #include <pthread.h>
@@ -32,8 +32,6 @@ static void limits_fini(void)
 
 TestSuite(limits, .init = t_setup, .fini = limits_fini, .timeout = 60);
 
-#define KiB 1024u
-#define MiB (1024u * 1024u)
 #define RSIZE (8 * MiB)
 #define WSIZE (1 * MiB)
 #define NREQ 48
@@ -42,13 +40,6 @@ TestSuite(limits, .init = t_setup, .fini = limits_fini, .timeout = 60);
 #define RSEED 81u
 #define WSEED 82u
 #define WSEED_OLD 83u
-
-struct op {
-	struct fsaio_req r;
-	int kind;               /* 0 read, 1 write, 2 fsync */
-	int nev;
-	int64_t res;
-};
 
 struct counts {
 	unsigned refused;       /* submits answered -EAGAIN */
@@ -65,25 +56,14 @@ struct counts {
 static struct counts batch(fsaio_ctx_t *ctx, int rfd, int wfd, bool eagain_ok)
 {
 	struct counts c = { 0, 0 };
-	static struct op ops[NREQ];
+	static struct f_op ops[NREQ];
 	static uint8_t bufs[NREQ][RLEN];
 	struct fsaio_req *rp[NREQ];
 	unsigned sent = 0, reaped = 0;
 
 	for (unsigned i = 0; i < NREQ; i++) {
-		struct op *o = &ops[i];
-		o->kind = i % 8 == 7 ? 2 : i % 4 == 3 ? 1 : 0;
-		o->nev = 0;
-		if (o->kind == 0) {
-			memset(bufs[i], 0xee, RLEN);
-			fsaio_prep_pread(&o->r, rfd, bufs[i], RLEN, (int64_t)i * 160 * KiB);
-		} else if (o->kind == 1) {
-			t_fill_pattern(bufs[i], WLEN, (uint64_t)i * WLEN, WSEED);
-			fsaio_prep_pwrite(&o->r, wfd, bufs[i], WLEN, (int64_t)i * WLEN);
-		} else {
-			fsaio_prep_fsync(&o->r, wfd);
-		}
-		o->r.user_data = o;
+		struct f_op *o = &ops[i];
+		f_op_prep(o, i, rfd, wfd, bufs[i], RLEN, WLEN, WSEED);
 		rp[i] = &o->r;
 	}
 	uint64_t end = t_now_ns() + (uint64_t)T_EVENT_TIMEOUT_MS * 1000000u;
@@ -106,7 +86,7 @@ static struct counts batch(fsaio_ctx_t *ctx, int rfd, int wfd, bool eagain_ok)
 		int r = T_CALL(fsaio_getevents(ctx, 1, sent - reaped, evs, &ts));
 		cr_assert_geq(r, 0, "fsaio_getevents: %d", r);
 		for (int k = 0; k < r; k++) {
-			struct op *o = evs[k].user_data;
+			struct f_op *o = evs[k].user_data;
 			cr_assert_eq(++o->nev, 1, "a request completed twice");
 			int64_t want = o->kind == 2 ? 0 : (int64_t)o->r.len;
 			o->res = evs[k].res;

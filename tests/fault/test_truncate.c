@@ -27,17 +27,10 @@ TestSuite(truncate, .init = t_setup, .fini = t_teardown, .timeout = 60);
 static void run(uint32_t backend, bool saturate, bool extend)
 {
 	int fd = t_tmpfile(SIZE, SEED);
-	struct t_sat sat;
-	fsaio_ctx_t *ctx;
+	struct t_sat sat, *s = saturate ? &sat : NULL;
 
 	t_make_cold(fd);
-	if (saturate) {
-		struct fsaio_params p = { .workers = 1 };
-		t_saturate(&sat, &p);
-		ctx = sat.ctx;
-	} else {
-		ctx = t_ctx_backend(backend);
-	}
+	fsaio_ctx_t *ctx = t_ctx_or_sat(s, backend);
 	static struct fsaio_req reqs[NREQ];
 	struct fsaio_req *rp[NREQ];
 	uint8_t *bufs = malloc((size_t)NREQ * LEN);
@@ -52,22 +45,14 @@ static void run(uint32_t backend, bool saturate, bool extend)
 	cr_assert_eq(ftruncate(fd, CUT), 0);
 	if (extend)
 		cr_assert_eq(ftruncate(fd, SIZE), 0);
-	if (saturate)
-		t_sat_unblock(&sat);
+	if (s)
+		t_sat_unblock(s);
 
-	unsigned n = NREQ + (saturate ? 1 : 0);
 	struct fsaio_event evs[NREQ + 1];
-	t_reap_all(ctx, n, evs, T_EVENT_TIMEOUT_MS);
-	if (saturate) {
-		t_sat_check(&sat, evs, n);
-		for (unsigned i = 0; i < n; i++)
-			if (evs[i].req == &sat.breq)
-				evs[i] = evs[--n];
-	}
-	t_match_events(evs, n, rp, NREQ);
+	t_reap_sat(ctx, s, evs, rp, NREQ);
 
 	unsigned nfull = 0, nshort = 0;
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < NREQ; i++) {
 		const struct fsaio_req *r = evs[i].req;
 		int64_t res = evs[i].res;
 		uint64_t off = (uint64_t)r->offset;
@@ -94,39 +79,14 @@ static void run(uint32_t backend, bool saturate, bool extend)
 	printf("truncate/%s%s: %u full reads, %u short (the file was cut first)\n",
 	       saturate ? "threads (queued)" : backend == FSAIO_BACKEND_URING ? "uring" : "threads",
 	       extend ? ", extended again" : "", nfull, nshort);
-	t_ctx_destroy(ctx);
-	if (saturate)
-		t_blocker_fini(&sat.blk);
+	t_ctx_sat_destroy(ctx, s);
 	free(bufs);
 	close(fd);
 }
 
-Test(truncate, threads)
-{
-	run(FSAIO_BACKEND_THREADS, false, false);
-}
-
-Test(truncate, uring)
-{
-	run(FSAIO_BACKEND_URING, false, false);
-}
-
-Test(truncate, queued)
-{
-	run(FSAIO_BACKEND_THREADS, true, false);
-}
-
-Test(truncate, extended_threads)
-{
-	run(FSAIO_BACKEND_THREADS, false, true);
-}
-
-Test(truncate, extended_uring)
-{
-	run(FSAIO_BACKEND_URING, false, true);
-}
-
-Test(truncate, extended_queued)
-{
-	run(FSAIO_BACKEND_THREADS, true, true);
-}
+Test(truncate, threads) { run(FSAIO_BACKEND_THREADS, false, false); }
+Test(truncate, uring) { run(FSAIO_BACKEND_URING, false, false); }
+Test(truncate, queued) { run(FSAIO_BACKEND_THREADS, true, false); }
+Test(truncate, extended_threads) { run(FSAIO_BACKEND_THREADS, false, true); }
+Test(truncate, extended_uring) { run(FSAIO_BACKEND_URING, false, true); }
+Test(truncate, extended_queued) { run(FSAIO_BACKEND_THREADS, true, true); }

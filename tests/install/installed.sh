@@ -3,17 +3,10 @@
 # installed.sh BUILDDIR WORKDIR SANITIZE CC...: `meson install --destdir`
 # the build into WORKDIR/dest, check the layout, then build and run a
 # program against it with `pkg-config --cflags --libs libfsaio`.
-set -eu
-build=$1 work=$2 sanitize=$3
+. "$(dirname "$0")/lib.sh"
+build=$1 work=$2
+skip_sanitized "$3"
 shift 3
-src=$(dirname "$0")
-fail() { echo "FAIL: $*"; exit 1; }
-
-# An instrumented library is no installable product: nothing to check.
-if [ "$sanitize" != none ]; then
-	echo "SKIP: -Db_sanitize=$sanitize build"
-	exit 77
-fi
 
 rm -rf "$work"
 mkdir -p "$work"

@@ -6,16 +6,10 @@
 # holds only the consumer, libfsaio's archive, headers and .pc (no tests,
 # bench, examples or drop-in); then a second program links that install
 # statically with `pkg-config --static --libs libfsaio` and runs.
-set -eu
-top=$1 work=$2 sanitize=$3
+. "$(dirname "$0")/lib.sh"
+top=$1 work=$2
+skip_sanitized "$3"
 shift 3
-src=$(dirname "$0")
-fail() { echo "FAIL: $*"; exit 1; }
-
-if [ "$sanitize" != none ]; then
-	echo "SKIP: -Db_sanitize=$sanitize build"
-	exit 77
-fi
 
 rm -rf "$work"
 mkdir -p "$work/proj/subprojects"

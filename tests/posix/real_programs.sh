@@ -72,20 +72,7 @@ common=(--name=verify --filename="$file" --size=64m --ioengine=posixaio --direct
 	--iodepth=32 --rw=randwrite --bssplit=4k/50:16k/30:64k/20 --verify=crc32c
 	--verify_fatal=1 --randrepeat=1 --randseed=4243 --output-format=json)
 
-check_json() {
-	python3 - "$1" <<'PY'
-import json, sys
-text = open(sys.argv[1]).read()
-doc = json.loads(text[text.index('{'):])
-r = w = 0
-for job in doc["jobs"]:
-    if job["error"] != 0:
-        sys.exit("fio job error %d" % job["error"])
-    r += job["read"]["io_bytes"]
-    w += job["write"]["io_bytes"]
-print(r, w)
-PY
-}
+. "$(dirname "$0")/../lib.sh"
 
 echo "== fio posixaio: randwrite 4k/16k/64k, crc32c, verified after writing"
 LD_DEBUG=bindings LD_DEBUG_OUTPUT="$dir/ld" \

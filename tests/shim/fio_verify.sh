@@ -31,21 +31,7 @@ shimmed() {
 	fi
 }
 
-# fio's JSON: no job error, some bytes moved. Prints "read write" bytes.
-check_json() {
-	python3 - "$1" <<'PY'
-import json, sys
-text = open(sys.argv[1]).read()
-doc = json.loads(text[text.index('{'):])
-r = w = 0
-for job in doc["jobs"]:
-    if job["error"] != 0:
-        sys.exit("fio job error %d" % job["error"])
-    r += job["read"]["io_bytes"]
-    w += job["write"]["io_bytes"]
-print(r, w)
-PY
-}
+. "$(dirname "$0")/../lib.sh"
 
 # What the shim's engine reported at io_destroy: "requests N" and "queued N".
 stat_of() {

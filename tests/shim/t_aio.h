@@ -61,6 +61,27 @@ struct t_aio_ring {
 		     t_want_, t_want_ < 0 ? strerror((int)-t_want_) : "");	\
 } while (0)
 
+/*
+ * The fixture of a file whose tests share one context and one file: static
+ * ctx (32 events) and fd (size bytes of seed's pattern), made by setup()
+ * and checked and removed by teardown(), for .init/.fini.
+ */
+#define T_AIO_FIXTURE(size, seed)					\
+	static io_context_t ctx;					\
+	static int fd;							\
+	static void setup(void)						\
+	{								\
+		t_setup();						\
+		ctx = t_ctx(32);					\
+		fd = t_file((size), (seed));				\
+	}								\
+	static void teardown(void)					\
+	{								\
+		T_EXPECT(io_destroy(ctx), 0);				\
+		close(fd);						\
+		t_teardown();						\
+	}
+
 /* A bound for an event that must come; generous for a loaded machine. */
 #define T_WAIT_SEC 30
 

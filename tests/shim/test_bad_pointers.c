@@ -12,8 +12,6 @@
 
 #include "t_aio.h"
 
-static io_context_t ctx;
-static int fd;
 static char buf[4096];
 
 static void *const bad[] = {
@@ -24,19 +22,7 @@ static void *const bad[] = {
 };
 #define NBAD (sizeof(bad) / sizeof(bad[0]))
 
-static void setup(void)
-{
-	t_setup();
-	ctx = t_ctx(32);
-	fd = t_file(16384, 2);
-}
-
-static void teardown(void)
-{
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
-	t_teardown();
-}
+T_AIO_FIXTURE(16384, 2)
 
 TestSuite(bad_pointers, .init = setup, .fini = teardown);
 

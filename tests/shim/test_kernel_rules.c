@@ -21,23 +21,9 @@
 
 #define T_RWF_NOWAIT 0x08
 
-static io_context_t ctx;
-static int fd;
 static char buf[8192];
 
-static void setup(void)
-{
-	t_setup();
-	ctx = t_ctx(32);
-	fd = t_file(65536, 9);
-}
-
-static void teardown(void)
-{
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
-	t_teardown();
-}
+T_AIO_FIXTURE(65536, 9)
 
 TestSuite(rules, .init = setup, .fini = teardown);
 

@@ -21,23 +21,9 @@
 
 TestSuite(submit, .init = t_setup, .fini = t_teardown);
 
-static io_context_t ctx;
-static int fd;
 static char buf[8192];
 
-static void setup(void)
-{
-	t_setup();
-	ctx = t_ctx(32);
-	fd = t_file(65536, 5);
-}
-
-static void teardown(void)
-{
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
-	t_teardown();
-}
+T_AIO_FIXTURE(65536, 5)
 
 /* Submit one iocb that must be refused with err, and nothing may arrive. */
 static void refused(struct iocb *cb, int err)

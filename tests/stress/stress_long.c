@@ -31,18 +31,13 @@
  * long: `fsaio_stress --long [--requests N]`, N default 10 million.
  */
 #include "stress_core.h"
+#include "../fault/f_loop.h"
 
-#include <linux/loop.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/mount.h>
 
-#ifndef EXT4_IOC_SHUTDOWN
-#define EXT4_IOC_SHUTDOWN _IOR('X', 125, uint32_t)
-#endif
-#define GOING_FLAGS_NOLOGFLUSH 0x2
 
 #define L_THREADS 8
 #define L_FILES 64
@@ -146,23 +141,10 @@ static const char *fs_unavailable;
 
 static bool run_mkfs(const char *img)
 {
-	pid_t pid = fork();
+	pid_t pid = f_mkfs_start(img);
 
 	if (pid < 0)
 		return false;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		if (null >= 0) {
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		char *argv[] = { "mkfs.ext4", "-q", "-F", "-b", "4096",
-				 "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
-				 (char *)img, NULL };
-		setenv("PATH", "/usr/sbin:/sbin:/usr/bin:/bin", 1);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
 	int st = waitpid_bounded(pid, 60000);
 	return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
@@ -215,24 +197,15 @@ static bool fs_make(struct f_fs *fs, const char *name, unsigned mib)
 		goto fail;
 	}
 	for (int tries = 0; tries < 100 && fs->loopfd < 0; tries++) {
-		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
-		if (n < 0)
-			break;
-		snprintf(fs->dev, sizeof(fs->dev), "/dev/loop%d", n);
-		/* Without udev nobody makes the node of a new device. */
-		if (access(fs->dev, F_OK) < 0)
-			(void)mknod(fs->dev, S_IFBLK | 0660, makedev(7, (unsigned)n));
-		int lfd = open(fs->dev, O_RDWR | O_CLOEXEC);
-		if (lfd < 0) {
-			sleep_us(10000);
-			continue;
-		}
-		struct loop_config cfg = { .fd = (uint32_t)img };
-		cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
-		if (ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0)
+		enum f_loop_fail why;
+		int lfd = f_loop_attach_once(ctl, img, fs->dev, sizeof(fs->dev), &why);
+
+		if (lfd >= 0)
 			fs->loopfd = lfd;
-		else
-			close(lfd);
+		else if (why == F_LOOP_NOFREE)
+			break;
+		else if (why == F_LOOP_NOOPEN)
+			sleep_us(10000);
 	}
 	if (fs->loopfd < 0) {
 		fs_unavailable = "no loop device could be attached";
@@ -806,7 +779,7 @@ static void fault_once(struct lrun *r, struct rng *g, bool *shut)
 		atomic_fetch_add(&r->t.dup2s, 1);
 	} else if (r->have_fs && !*shut && rnd(g) % 4 == 0) {
 		int dfd = open(r->eio_fs.mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		uint32_t how = GOING_FLAGS_NOLOGFLUSH;
+		uint32_t how = F_GOING_FLAGS_NOLOGFLUSH;
 		if (dfd < 0 || ioctl(dfd, EXT4_IOC_SHUTDOWN, &how) < 0)
 			FAIL("EXT4_IOC_SHUTDOWN: %s", strerror(errno));
 		if (dfd >= 0)
