@@ -19,9 +19,13 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "px.h"
+#include "core.h"
+#include "engine.h"
 #include "nocancel.h"
+#include "notify.h"
+#include "start.h"
 #include "symver.h"
+#include "wait.h"
 
 #define PX_EXPORT(name, type, args) \
 	FSAIO__SYMVER(px_##name, #name "@@GLIBC_2.34"); \
@@ -53,6 +57,7 @@ static int submit_one(struct aiocb *cb, int kind, struct px_group *g, bool notif
 	/* glibc checks the priority of reads and writes, not of aio_fsync. */
 	if ((kind == PX_READ || kind == PX_WRITE || kind == PX_BAD) && bad_prio(cb))
 		return -EINVAL;
+	px__init();
 	r = px__alloc(cb, kind, g, notify);
 	if (!r) {
 		cb->__return_value = -1;
@@ -127,6 +132,7 @@ static int cancel(int fd, struct aiocb *cb)
 	if (cb && cb->aio_fildes != fd)
 		return fail(EINVAL);
 	cs = fsaio__nocancel_begin();
+	px__init();
 	ret = px__cancel(fd, cb);
 	fsaio__nocancel_end(cs);
 	if (ret < 0)
@@ -350,8 +356,10 @@ int px_lio_listio64_old(int mode, struct aiocb64 *const list[], int nent, struct
  * engine's workers, if given before the first request. */
 static void init(const struct aioinit *in)
 {
-	if (in && in->aio_threads > 0)
+	if (in && in->aio_threads > 0) {
+		px__init();
 		px__set_workers((unsigned)in->aio_threads);
+	}
 }
 
 PX_EXPORT(aio_init, void, (const struct aioinit *in)) { init(in); }

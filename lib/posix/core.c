@@ -25,7 +25,7 @@
  *
  * Locks: bucket->lock guards its lists and the state, blockers, seq and
  * links of its requests; disp_lock the dispatcher's queue. Leaves (see px.h), taken
- * after engine.c's ctx_lock in the fork handlers.
+ * after engine.c's ctx_lock in the fork handlers (start.c).
  *
  * fork(): the child has none of the parent's threads or requests: its
  * handler (px__queues_fork_child) empties the buckets and the dispatcher's
@@ -42,9 +42,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "px.h"
+#include "core.h"
+#include "engine.h"
 #include "list.h"
 #include "nocancel.h"
+#include "notify.h"
+#include "wait.h"
 
 #define PX_BUCKETS 64
 
@@ -62,12 +65,19 @@ static pthread_cond_t disp_cond = PTHREAD_COND_INITIALIZER;
 static struct px_req *disp_head, *disp_tail;    /* disp_lock */
 static bool disp_running;                       /* disp_lock */
 
+/* In px__complete for PX_PLAIN's ring: the engine itself kicks a thread
+ * waiting in that ring out of its wait after the callback (px__wake). */
+static __thread bool in_ring_callback;
+
+static int submit_engine(struct px_req *r, bool submitter);
+static void finish(struct px_req *r, int64_t res);
+
 static struct bucket *bucket_of(int fd)
 {
 	return &buckets[(unsigned)fd % PX_BUCKETS];
 }
 
-/* The request queues around fork (engine.c's handlers call these). */
+/* The request queues at start and around fork (start.c calls these). */
 void px__queues_init(void)
 {
 	for (unsigned i = 0; i < PX_BUCKETS; i++)
@@ -134,7 +144,7 @@ struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool no
 	return r;
 }
 
-void px__unref(struct px_req *r)
+static void unref(struct px_req *r)
 {
 	if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
 		free(r);
@@ -249,8 +259,8 @@ static void *dispatcher(void *arg)
 		pthread_mutex_unlock(&disp_lock);
 		r->dnext = NULL;
 		if (take_queued(r))
-			(void)px__submit_engine(r, false);
-		px__unref(r);
+			(void)submit_engine(r, false);
+		unref(r);
 		pthread_mutex_lock(&disp_lock);
 	}
 	return NULL;
@@ -297,8 +307,8 @@ static void dispatch(struct px_req *list)
 		n = list->dnext;
 		list->dnext = NULL;
 		if (take_queued(list))
-			px__finish(list, -EAGAIN);
-		px__unref(list);
+			finish(list, -EAGAIN);
+		unref(list);
 	}
 }
 
@@ -316,7 +326,7 @@ static void refuse(struct px_req *r)
 		dispatch(ready);
 	r->cb->__return_value = -1;
 	atomic_store_explicit((_Atomic int *)&r->cb->__error_code, EAGAIN, memory_order_release);
-	px__unref(r);   /* an aio_cancel looking at it may hold another reference */
+	unref(r);   /* an aio_cancel looking at it may hold another reference */
 }
 
 /* A count over SSIZE_MAX: what pread(2)/pwrite(2) answer, which glibc's
@@ -337,7 +347,7 @@ static int huge_count_error(const struct px_req *r)
  * system call's would be in glibc's thread; only a full engine or a lack of
  * memory is a submit error, reported when the submitter asks (-EAGAIN,
  * with r unlinked and freed). */
-int px__submit_engine(struct px_req *r, bool submitter)
+static int submit_engine(struct px_req *r, bool submitter)
 {
 	fsaio_ctx_t *ctx = px__engine(px__ctx_kind(r));
 	struct fsaio_req *one = &r->req;
@@ -348,11 +358,11 @@ int px__submit_engine(struct px_req *r, bool submitter)
 		/* pread(2) and pwrite(2) refuse a negative offset with EINVAL
 		 * (before they look at the fd), and glibc's thread reports a
 		 * bad lio_opcode as EINVAL: the request's error, not submit's. */
-		px__finish(r, -EINVAL);
+		finish(r, -EINVAL);
 		return 0;
 	}
 	if ((r->kind == PX_READ || r->kind == PX_WRITE) && r->req.len > SSIZE_MAX) {
-		px__finish(r, huge_count_error(r));
+		finish(r, huge_count_error(r));
 		return 0;
 	}
 	/* A reference across the call: the engine may complete (and the
@@ -370,7 +380,7 @@ int px__submit_engine(struct px_req *r, bool submitter)
 		if (r->state == PX_SUBMITTING)
 			r->state = PX_ENGINE;
 		pthread_mutex_unlock(&b->lock);
-		px__unref(r);
+		unref(r);
 		return 0;
 	}
 	atomic_fetch_sub_explicit(&r->refs, 1, memory_order_relaxed);
@@ -378,7 +388,7 @@ int px__submit_engine(struct px_req *r, bool submitter)
 		refuse(r);
 		return -EAGAIN;
 	}
-	px__finish(r, n == -ENOMEM ? -EAGAIN : n);
+	finish(r, n == -ENOMEM ? -EAGAIN : n);
 	return 0;
 }
 
@@ -390,7 +400,6 @@ int px__submit(struct px_req *r)
 	bool held;
 	int fl, bind_err = 0;
 
-	px__init();
 	switch (r->kind) {
 	case PX_READ:
 		fsaio_prep_pread(&r->req, r->fd, buf, cb->aio_nbytes, cb->aio_offset);
@@ -434,7 +443,7 @@ int px__submit(struct px_req *r)
 	pthread_mutex_unlock(&b->lock);
 	if (bind_err == EBADF) {
 		/* The fd was closed meanwhile: the request's own error. */
-		px__finish(r, -EBADF);
+		finish(r, -EBADF);
 		return 0;
 	}
 	if (bind_err) {
@@ -444,10 +453,10 @@ int px__submit(struct px_req *r)
 	}
 	if (held)
 		return 0;
-	return px__submit_engine(r, true);
+	return submit_engine(r, true);
 }
 
-void px__finish(struct px_req *r, int64_t res)
+static void finish(struct px_req *r, int64_t res)
 {
 	struct aiocb *cb = r->cb;
 	struct bucket *b = bucket_of(r->fd);
@@ -475,14 +484,22 @@ void px__finish(struct px_req *r, int64_t res)
 	px__notify(&r->sev, r->pid);
 	if (g && atomic_fetch_sub_explicit(&g->pending, 1, memory_order_acq_rel) == 1) {
 		px__notify(&g->sev, g->pid);
-		px__wake();
+		px__wake(!in_ring_callback);
 		px__group_put(g);
 	} else {
-		px__wake();
+		px__wake(!in_ring_callback);
 	}
 	if (ready)
 		dispatch(ready);
-	px__unref(r);
+	unref(r);
+}
+
+/* The engine contexts' callback (start.c gives it to engine.c). */
+void px__complete(void *arg, const struct fsaio_event *ev)
+{
+	in_ring_callback = arg == px__engine_tag(PX_PLAIN);
+	finish(ev->user_data, ev->res);
+	in_ring_callback = false;
 }
 
 
@@ -502,7 +519,7 @@ static bool cancel_one(struct px_req *r)
 		r->state = PX_CANCEL;
 	pthread_mutex_unlock(&b->lock);
 	if (st == PX_HELD || st == PX_QUEUED) {
-		px__finish(r, -ECANCELED);
+		finish(r, -ECANCELED);
 		return true;
 	}
 	if (st != PX_ENGINE)
@@ -550,7 +567,6 @@ int px__cancel(int fd, struct aiocb *cb)
 	size_t n = 0, cap = 16;
 	bool all = true;
 
-	px__init();
 	pthread_mutex_lock(&b->lock);
 	/* Latest first, so that cancelling one does not free a later barrier. */
 	for (struct px_req *x = b->tail; x; x = x->prev) {
@@ -575,7 +591,7 @@ int px__cancel(int fd, struct aiocb *cb)
 	for (size_t i = 0; i < n; i++) {
 		if (!cancel_one(v[i]))
 			all = false;
-		px__unref(v[i]);
+		unref(v[i]);
 	}
 	if (v != stack)
 		free(v);

@@ -6,10 +6,11 @@
  * engine's choice (io_uring where it serves). io_uring runs a request's
  * completion work in the submitting thread, which wakes a sigwaitinfo(2)
  * sleeping there with EINTR: that is where POSIX AIO programs wait for
- * their signals. Also the process-wide start (fork handlers, FSAIO_STATS).
+ * their signals. Every context completes through the callback given at
+ * init (px__engine_init): this file knows nothing of requests.
  *
- * Locks: ctx_lock guards creation and the fork handlers; it is taken
- * before the request queues' locks (core.c), never after.
+ * Locks: ctx_lock guards creation and is held across the fork; start.c
+ * takes it before the request queues' locks (core.c), never after.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "px.h"
+#include "engine.h"
 
 #define PX_DEPTH (1u << 20)     /* the engine's limit: requests in flight */
 
@@ -27,24 +28,26 @@ static _Atomic(fsaio_ctx_t *) engine[PX_NCTX];  /* set under ctx_lock; read with
 static fsaio_ctx_t *stale_engine[PX_NCTX];      /* ctx_lock: the parent's, in a forked child */
 static unsigned want_workers;           /* ctx_lock: aio_init's aio_threads */
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* Written once by px__engine_init, before any context is made. */
+static void (*complete_fn)(void *arg, const struct fsaio_event *ev);
 
-static void fork_prepare(void)
+void px__engine_init(void (*complete)(void *arg, const struct fsaio_event *ev))
 {
-	pthread_mutex_lock(&ctx_lock);
-	px__queues_fork_prepare();
+	complete_fn = complete;
 }
 
-static void fork_parent(void)
+void px__engine_fork_prepare(void)
 {
-	px__queues_fork_parent();
+	pthread_mutex_lock(&ctx_lock);
+}
+
+void px__engine_fork_parent(void)
+{
 	pthread_mutex_unlock(&ctx_lock);
 }
 
-static void fork_child(void)
+void px__engine_fork_child(void)
 {
-	px__queues_fork_child();
-	px__wait_fork_child();
 	/* The engine's own fork handler makes the old context answer only
 	 * to destroy (memory only); the next px__engine does that. */
 	for (int i = 0; i < PX_NCTX; i++) {
@@ -55,7 +58,7 @@ static void fork_child(void)
 }
 
 /* FSAIO_STATS=1: the engine's counters on stderr at exit, one line. */
-static void print_stats(void)
+void px__engine_print_stats(void)
 {
 	struct fsaio_stats sum = { 0 }, st;
 	bool any = false;
@@ -86,19 +89,8 @@ static void print_stats(void)
 		(unsigned long long)sum.bytes_uring);
 }
 
-static void init_once_body(void)
-{
-	const char *s = getenv("FSAIO_STATS");
-
-	px__queues_init();
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	if (s && *s && strcmp(s, "0") != 0)
-		atexit(print_stats);
-}
-
 void px__set_workers(unsigned n)
 {
-	px__init();
 	pthread_mutex_lock(&ctx_lock);
 	want_workers = n;
 	pthread_mutex_unlock(&ctx_lock);
@@ -120,7 +112,6 @@ fsaio_ctx_t *px__engine(int kind)
 
 	if (c)
 		return c;
-	px__init();
 	pthread_mutex_lock(&ctx_lock);
 	c = atomic_load_explicit(&engine[kind], memory_order_relaxed);
 	if (!c) {
@@ -130,7 +121,7 @@ fsaio_ctx_t *px__engine(int kind)
 		}
 		p.queue_depth = PX_DEPTH;
 		p.workers = want_workers;
-		p.complete = px__complete;
+		p.complete = complete_fn;
 		p.complete_arg = px__engine_tag(kind);
 		if (kind == PX_SIGNALLED && !getenv("FSAIO_BACKEND"))
 			p.miss_backend = FSAIO_BACKEND_THREADS;
@@ -144,17 +135,12 @@ fsaio_ctx_t *px__engine(int kind)
 }
 
 
-void px__init(void)
-{
-	pthread_once(&init_once, init_once_body);
-}
-
 fsaio_ctx_t *px__engine_now(int kind)
 {
 	return atomic_load_explicit(&engine[kind], memory_order_acquire);
 }
 
-/* Tells px__complete which context calls it. */
+/* Tells the completion callback which context calls it. */
 void *px__engine_tag(int kind)
 {
 	static char tags[PX_NCTX];

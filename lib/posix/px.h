@@ -19,10 +19,17 @@
  * one dispatcher thread of ours submits the requests that were held back
  * behind earlier ones on their fd (aio_fsync, O_APPEND writes).
  *
- * Locks, outer first: ctx_lock -> (engine); bucket->lock -> nothing.
- * A bucket lock is a leaf: never held across a call into the engine, which
- * may call px__complete with its own locks held, and px__complete takes a
- * bucket lock. disp_lock is a leaf too.
+ * Locks, outer first: ctx_lock (engine.c) -> engine locks, while it makes
+ * or destroys a context; in the fork handlers alone ctx_lock -> disp_lock
+ * -> every bucket->lock (core.c). Otherwise bucket->lock and disp_lock are
+ * leaves. The engine's locks are leaves too: it calls px__complete with
+ * none of them held, but in the thread of whichever call completes the
+ * request (fsaio_submit's cache hit, fsaio_cancel), and px__complete takes
+ * a bucket lock; so no bucket lock is held across a call into the engine.
+ *
+ * Files, top first, each using only those below it (scripts/check-layers):
+ * api.c; start.c; core.c; wait.c; engine.c; notify.c; this header. Each .c
+ * declares what it offers in the header of its name.
  */
 #ifndef FSAIO_PX_H
 #define FSAIO_PX_H
@@ -100,54 +107,5 @@ struct px_req {
 				     * the dispatcher queue holding it, the submitter in fsaio_submit */
 	struct px_req *dnext;       /* disp_lock: the dispatcher's queue */
 };
-
-/* engine.c: the engine contexts (PX_PLAIN, PX_SIGNALLED) and process start */
-enum { PX_PLAIN, PX_SIGNALLED, PX_NCTX };
-void px__init(void);                            /* once per process, idempotent */
-void px__set_workers(unsigned n);               /* aio_init's aio_threads, before first use */
-int px__ctx_kind(const struct px_req *r);       /* which context carries r */
-fsaio_ctx_t *px__engine(int kind);              /* made on first use; NULL if it cannot be */
-fsaio_ctx_t *px__engine_now(int kind);          /* NULL until made */
-void *px__engine_tag(int kind);                 /* the complete_arg of kind's context */
-
-/* core.c */
-void px__queues_init(void);
-void px__queues_fork_prepare(void);             /* fork handlers of the request queues */
-void px__queues_fork_parent(void);
-void px__queues_fork_child(void);
-struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool notify);
-/* Accept r: link it on its fd and hand it to the engine (or hold it).
- * 0, or -EAGAIN when it could not be taken (status set in the aiocb). */
-int px__submit(struct px_req *r);
-int px__submit_engine(struct px_req *r, bool submitter);
-void px__complete(void *arg, const struct fsaio_event *ev);   /* wait.c */
-void px__finish(struct px_req *r, int64_t res);
-void px__unref(struct px_req *r);
-void px__group_put(struct px_group *g);
-void px__notify(const struct sigevent *sev, pid_t pid);
-/* Around a call into the engine: this thread's notifications are held
- * and sent by px__hold_end. */
-void px__hold_begin(void);
-void px__hold_end(void);
-/* Is cb a request in flight (submitted, not yet complete)? */
-bool px__in_flight(const struct aiocb *cb);
-/* aio_cancel's work on one fd (cb NULL: all): AIO_CANCELED, _NOTCANCELED,
- * _ALLDONE, or -EINVAL for an aiocb in progress that is no request. */
-int px__cancel(int fd, struct aiocb *cb);
-
-/* wait.c: one futex word bumped by every completion */
-extern _Atomic uint32_t px__seq;
-void px__wake(void);
-/* Sleep until px__seq moves from seen or the absolute CLOCK_MONOTONIC
- * deadline (NULL: none) passes: 0, -ETIMEDOUT or -EINTR. cancellable: a
- * pthread_cancel ends the sleep (the thread unwinds from it). */
-int px__wait(uint32_t seen, const struct timespec *deadline, bool cancellable);
-/* Between them the caller counts as a sleeper (aio_cancel's wait). */
-void px__wait_begin(void);
-void px__wait_end(void);
-void px__wait_fork_child(void);                 /* no thread of the child waits */
-/* The cancellable wait of aio_suspend and lio_listio: until done(arg),
- * looked at after every completion; 0, -ETIMEDOUT or -EINTR. */
-int px__wait_until(bool (*done)(void *), void *arg, const struct timespec *deadline);
 
 #endif /* FSAIO_PX_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * DESIGN: waiting for completions, and the notifications a completion sends.
+ * DESIGN: waiting for completions.
  *
  * One word, px__seq, is bumped by every completion (after the status is
  * in the aiocb); aio_suspend, lio_listio(LIO_WAIT) and aio_cancel wait for
@@ -8,7 +8,7 @@
  *
  * Who waits how. aio_suspend and lio_listio first reap PX_PLAIN's io_uring
  * ring themselves (fsaio__drive): a ring completion then runs px__complete
- * in the waiting thread and costs no thread hop. A completion of another
+ * (core.c) in the waiting thread and costs no thread hop. A completion of another
  * path (a worker, the poller, the other context, a cancel) kicks such a
  * driver out of io_uring_enter (drivers counts them). When the ring is not
  * the waiter's to carry (nothing in it, another thread carries it), it
@@ -38,21 +38,16 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dropin.h"
-#include "px.h"
+#include "engine.h"
+#include "wait.h"
 
 _Atomic uint32_t px__seq;
 static _Atomic uint32_t waiters;        /* threads asleep on px__seq's futex */
 static _Atomic uint32_t drivers;        /* threads waiting in PX_PLAIN's ring */
-
-/* In px__complete for PX_PLAIN: the engine itself kicks a thread waiting
- * in that ring out of its wait after the callback. */
-static __thread bool ring_callback;
 
 /* What this thread holds while it waits, for the cleanup of a cancel. */
 static __thread struct {
@@ -76,19 +71,15 @@ void px__wait_fork_child(void)
 	atomic_store(&drivers, 0);
 }
 
-void px__complete(void *arg, const struct fsaio_event *ev)
-{
-	ring_callback = arg == px__engine_tag(PX_PLAIN);
-	px__finish(ev->user_data, ev->res);
-	ring_callback = false;
-}
-
-void px__wake(void)
+/* After every completion, its status stored. kick_ring is false for one
+ * that PX_PLAIN's ring completes in its callback: the engine itself kicks
+ * a thread waiting in that ring out of its wait after the callback. */
+void px__wake(bool kick_ring)
 {
 	atomic_fetch_add(&px__seq, 1);
 	if (atomic_load(&waiters))
 		syscall(SYS_futex, &px__seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-	if (!ring_callback && atomic_load(&drivers)) {
+	if (kick_ring && atomic_load(&drivers)) {
 		fsaio_ctx_t *ring = px__engine_now(PX_PLAIN);
 
 		if (ring)
@@ -215,98 +206,4 @@ int px__wait_until(bool (*done)(void *), void *arg, const struct timespec *deadl
 	ret = wait_loop(done, arg, deadline);
 	pthread_cleanup_pop(0);
 	return ret;
-}
-
-/* SIGEV_THREAD: the program's function, on a thread of its own. */
-struct notify_call {
-	void (*fn)(union sigval);
-	union sigval value;
-};
-
-static void *notify_thread(void *arg)
-{
-	struct notify_call c = *(struct notify_call *)arg;
-	sigset_t none;
-
-	free(arg);
-	/* Created from a thread that may block every signal (an engine
-	 * worker): the function runs with none blocked, as glibc's does. */
-	sigemptyset(&none);
-	pthread_sigmask(SIG_SETMASK, &none, NULL);
-	c.fn(c.value);
-	return NULL;
-}
-
-/*
- * Notifications of requests completed inside the submitting call wait
- * until the engine has returned: a signal handler that runs at once in
- * this thread (and may siglongjmp away) must not find the engine midway.
- * held[] is this thread's; more than PX_HOLD at once are sent directly.
- */
-#define PX_HOLD 8
-static __thread struct held_note {
-	struct sigevent sev;
-	pid_t pid;
-} held[PX_HOLD];
-static __thread unsigned nheld;
-static __thread bool holding;
-
-void px__hold_begin(void)
-{
-	holding = true;
-}
-
-void px__hold_end(void)
-{
-	unsigned n = nheld;
-
-	holding = false;
-	nheld = 0;
-	for (unsigned i = 0; i < n; i++)
-		px__notify(&held[i].sev, held[i].pid);
-}
-
-void px__notify(const struct sigevent *sev, pid_t pid)
-{
-	int saved = errno;
-
-	if (sev->sigev_notify == SIGEV_NONE)
-		return;
-	if (holding && nheld < PX_HOLD) {
-		held[nheld].sev = *sev;
-		held[nheld].pid = pid;
-		nheld++;
-		return;
-	}
-
-	if (sev->sigev_notify == SIGEV_SIGNAL) {
-		siginfo_t si;
-
-		memset(&si, 0, sizeof(si));
-		si.si_signo = sev->sigev_signo;
-		si.si_code = SI_ASYNCIO;
-		si.si_pid = pid;
-		si.si_uid = getuid();
-		si.si_value = sev->sigev_value;
-		syscall(SYS_rt_sigqueueinfo, pid, sev->sigev_signo, &si);
-	} else if (sev->sigev_notify == SIGEV_THREAD && sev->sigev_notify_function) {
-		struct notify_call *c = malloc(sizeof(*c));
-		pthread_attr_t dflt, *attr = sev->sigev_notify_attributes;
-		pthread_t t;
-
-		if (c) {
-			c->fn = sev->sigev_notify_function;
-			c->value = sev->sigev_value;
-			if (!attr) {
-				pthread_attr_init(&dflt);
-				pthread_attr_setdetachstate(&dflt, PTHREAD_CREATE_DETACHED);
-				attr = &dflt;
-			}
-			if (pthread_create(&t, attr, notify_thread, c) != 0)
-				free(c);
-			if (attr == &dflt)
-				pthread_attr_destroy(&dflt);
-		}
-	}
-	errno = saved;
 }

@@ -49,8 +49,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "decode.h"
 #include "fdfacts.h"
+#include "resfd.h"
+#include "self.h"
+#include "usermem.h"
 
 /* RWF_* as this kernel knows them (include/uapi/linux/fs.h, 6.18). */
 #define K_RWF_HIPRI 0x01
@@ -67,59 +70,6 @@
  * going to poll for this I/O"), and DONTCACHE/NOSIGNAL are hints the engine
  * does not take. */
 #define ENGINE_RWF (K_RWF_DSYNC | K_RWF_SYNC | K_RWF_NOWAIT | K_RWF_APPEND | K_RWF_NOAPPEND)
-
-/*
- * The highest user address plus one, as the kernel's access_ok() has it:
- * a range [addr, addr + len) is the caller's when addr + len <= limit.
- * Learnt once, at load, by asking for a page above the 4-level limit: a
- * kernel with 5-level paging grants it (or has it mapped already), one
- * without refuses any address there.
- */
-static uint64_t user_limit = 0x7ffffffff000ull;
-
-__attribute__((constructor)) static void learn_user_limit(void)
-{
-	int caller_errno = errno;
-#if defined(__x86_64__)
-	void *want = (void *)(uintptr_t)0x800000000000ull;
-	/* Raw calls: the kernel's answer is wanted, not a sanitizer's view of
-	 * which addresses a program may map. */
-	void *p = (void *)syscall(SYS_mmap, want, 4096, PROT_NONE,
-				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE,
-				  -1, 0);
-	int saved = errno;
-
-	if (p == want)
-		syscall(SYS_munmap, p, 4096);
-	if (p == want || (p == MAP_FAILED && saved == EEXIST))
-		user_limit = 0x00fffffffffff000ull;
-	else
-		user_limit = 0x7ffffffff000ull;
-#else
-	/* Elsewhere the widest the kernel may grant (arm64 with 52-bit VAs). */
-	user_limit = 1ull << 52;
-#endif
-	errno = caller_errno;
-}
-
-uint64_t shim__user_limit(void)
-{
-	return user_limit;
-}
-
-bool shim__user_ok(const void *p, uint64_t len)
-{
-	uint64_t a = (uint64_t)(uintptr_t)p;
-
-	return a <= user_limit && len <= user_limit - a;
-}
-
-/* For what the shim reads or writes itself: also never in the first page,
- * which the kernel does not map (mmap_min_addr), so NULL is EFAULT. */
-bool shim__user_ptr_ok(const void *p, uint64_t len)
-{
-	return (uintptr_t)p >= 4096 && shim__user_ok(p, len);
-}
 
 static bool capable_ioprio_rt(void)
 {
@@ -149,15 +99,6 @@ static int check_ioprio(int16_t prio)
 	default:
 		return -EINVAL;
 	}
-}
-
-/* fget(): a closed fd or an O_PATH one is no file for I/O. */
-bool shim__fd_unusable(int fd)
-{
-	int saved = errno, fl = fcntl(fd, F_GETFL);
-
-	errno = saved;
-	return fl < 0 || (fl & O_PATH);
 }
 
 /* kiocb_set_rw_flags(): RWF_NOWAIT needs FMODE_NOWAIT, which regular files

@@ -2,7 +2,7 @@
 /*
  * DESIGN: what a call holds while it runs, without a locked instruction.
  *
- * A call keeps io_destroy from freeing its context until it leaves (ctx.c).
+ * A call keeps io_destroy from freeing its context until it leaves (context.c).
  * Counting the call in the registry entry costs two atomic read-modify-
  * writes per call, on a line every thread of the context shares. Instead
  * each thread owns a hazard record: a call names the entry it uses there
@@ -28,7 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "hazard.h"
 
 #define CHUNK_BYTES 4096
 

@@ -30,16 +30,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "context.h"
+#include "kernel.h"
+#include "libaio.h"
+#include "ring.h"
+#include "submit.h"
 #include "symver.h"
+#include "usermem.h"
 
 
 /* libaio's io_callback_t */
 typedef void (*shim_callback_t)(io_context_t ctx, struct iocb *iocb, long res, long res2);
 
-int shim__io_setup(int nr_events, io_context_t *ctxp);
-
-/* The raw system call (syscall.c), as -errno, errno untouched. */
+/* The raw system call (kernel.c), as -errno, errno untouched. */
 #define KERNEL(nr, a, b, c, d, e, f) \
 	shim__kernel(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 

@@ -32,7 +32,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "resfd.h"
+#include "self.h"
+#include "wake.h"
 
 /* kcmp: 1 usable, -1 refused (ENOSYS, EPERM), 0 not tried yet. */
 static _Atomic int kcmp_state;

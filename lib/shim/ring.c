@@ -38,7 +38,10 @@
 
 #include "dropin.h"
 #include "monoclock.h"
-#include "shim.h"
+#include "resfd.h"
+#include "ring.h"
+#include "usermem.h"
+#include "wake.h"
 
 #define NSEC 1000000000LL
 /* ktime's limit: a timeout of this many seconds or more never expires. */
@@ -107,16 +110,12 @@ unsigned shim__take_slots(struct shim_ctx *c, unsigned n, struct shim_slot **out
 	return got;
 }
 
-/* Give back n slots whose requests were never accepted by the engine. */
+/* Give back n slots whose requests were never accepted by the engine,
+ * what their decode took already given back (submit.c). */
 void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned n)
 {
 	if (!n)
 		return;
-	for (unsigned i = 0; i < n; i++) {
-		if (slots[i]->resfd >= 0)
-			fsaio__drive_need(c->engine, -1);
-		shim__decode_undo(slots[i]);
-	}
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < n; i++) {
 		slots[i]->busy = false;
@@ -125,35 +124,6 @@ void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned 
 		slot_push(c, slots[i]);
 	}
 	pthread_mutex_unlock(&c->lock);
-}
-
-static void futex_wake_all(_Atomic uint32_t *word)
-{
-	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
-static void efd_signal(int fd)
-{
-	uint64_t one = 1;
-
-	/* An eventfd write of 1 fails only when the counter is about to
-	 * overflow, and then the reader is already awake. Callers may run
-	 * with cancellation enabled (io_submit): write is a cancellation
-	 * point. */
-	if (FSAIO__NOCANCEL(write(fd, &one, sizeof(one))) < 0)
-		return;
-}
-
-/* Wake every sleeper: after a publish, and when the context dies. */
-void shim__wake(struct shim_ctx *c)
-{
-	int efd;
-
-	atomic_fetch_add(&c->seq, 1);
-	if (atomic_load(&c->waiters))
-		futex_wake_all(&c->seq);
-	if (atomic_load(&c->pwaiters) && (efd = atomic_load(&c->efd)) >= 0)
-		efd_signal(efd);
 }
 
 /* Write one event at tail and retire its slot; ctx->lock held. */
@@ -236,7 +206,7 @@ void shim__deliver(void *arg, const struct fsaio_event *ev, unsigned n)
 }
 
 /* The callback that makes the engine's context a callback one; with the
- * delivery hook set (ctx.c), the engine hands every batch to that instead. */
+ * delivery hook set (context.c), the engine hands every batch to that instead. */
 void shim__complete(void *arg, const struct fsaio_event *ev)
 {
 	shim__deliver(arg, ev, 1);
@@ -456,7 +426,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	if (efd >= 0) {
 		/* Pass on a wake-up this waiter may have drained. */
 		if (atomic_fetch_sub(&c->pwaiters, 1) > 1 && !ring_empty(c))
-			efd_signal(efd);
+			shim__efd_signal(efd);
 	}
 	return got;
 }

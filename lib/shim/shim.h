@@ -14,14 +14,21 @@
  * ring.
  *
  * Locks, outer first:
- *   shim registry lock (ctx.c) -> nothing: it is a leaf, held by io_setup
- *       and io_destroy only; calls find their context without it.
- *   ctx->cancel_lock -> engine locks -> ctx->lock
- *   ctx->reap_lock -> ctx->lock (a reaper refilling nothing: only the
- *       submit path takes ctx->lock to credit reaped slots back)
- * ctx->lock is taken by the batch-done hook, which the engine may call
- * with its own locks held, so nothing calls into the engine while holding
- * ctx->lock.
+ *   ctx->cancel_lock -> engine locks (fsaio_cancel); ctx->cancel_lock ->
+ *       ctx->lock. One io_cancel at a time.
+ *   ctx->lock, ctx->reap_lock, the registry lock (context.c): leaves.
+ * The engine's locks are leaves too: it calls the delivery hook (which
+ * takes ctx->lock) with none of them held, but in the thread of whichever
+ * call completes the request, fsaio_submit's inline completions and
+ * fsaio_cancel's included; so nothing calls into the engine holding
+ * ctx->lock, except fsaio__drive_need, which takes no lock and completes
+ * nothing. The registry lock is held across fsaio_get_stats alone (atomic
+ * counters).
+ *
+ * Files, top first, each using only those below it (scripts/check-layers):
+ * syscall.c; libaio.c; context.c, submit.c; ring.c; decode.c; resfd.c;
+ * hazard.c, wake.c, usermem.c, kernel.c; self.c; this header. Each .c
+ * declares what it offers in the header of its name.
  */
 #ifndef FSAIO_SHIM_H
 #define FSAIO_SHIM_H
@@ -110,7 +117,7 @@ struct shim_ctx {
 	uint32_t nr_events;     /* immutable: what io_setup was asked for */
 	uint32_t capacity;      /* immutable: ring->nr - 1, the kernel's reqs_available */
 	fsaio_ctx_t *engine;    /* immutable after setup */
-	struct reg_node *node;  /* immutable after setup: its registry entry (ctx.c) */
+	struct reg_node *node;  /* immutable after setup: its registry entry (context.c) */
 
 	_Atomic uint32_t dead;  /* set once by io_destroy: new waits return -EINVAL */
 
@@ -139,91 +146,5 @@ struct shim_ctx {
 	_Atomic uint32_t pwaiters; /* seq_cst, like waiters: ppoll sleepers */
 	struct shim_efd efds[RESFD_CACHE]; /* resfd.c */
 };
-
-/* hazard.c: a thread's record of the registry entry its call uses. */
-struct shim_hazard {
-	_Atomic(const void *) held; /* the owner's: relaxed store, then a compiler
-				     * barrier; cleared with release. Read by io_destroy */
-	_Atomic bool taken;     /* claimed by CAS, given back at the thread's exit */
-	struct shim_hazard *next; /* immutable once on the list */
-} __attribute__((aligned(64)));
-/* The calling thread's record, free for this call; NULL: count in refs. */
-struct shim_hazard *shim__hazard_mine(void);
-static inline void shim__hazard_set(struct shim_hazard *h, const void *p)
-{
-	atomic_store_explicit(&h->held, p, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
-}
-static inline void shim__hazard_clear(struct shim_hazard *h)
-{
-	atomic_store_explicit(&h->held, NULL, memory_order_release);
-}
-void shim__hazard_sync(void);           /* io_destroy, after clearing a key */
-bool shim__hazard_names(const void *p); /* some call still holds p */
-void shim__hazard_fork_child(void);
-
-/* ctx.c: the registry of live contexts. shim__get finds a live context and
- * holds it for the call (NULL: unknown): in the thread's hazard record
- * (*held) or, when *held is NULL, counted in the entry; shim__put ends
- * that. */
-struct reg_node;
-struct shim_ctx *shim__get(io_context_t id, struct shim_hazard **held);
-void shim__put(struct shim_ctx *c, struct shim_hazard *held);
-/* Copy n bytes from or to the caller's memory: -EFAULT instead of a fault. */
-int shim__user_copy(void *dst, const void *src, size_t n, bool to_user);
-
-/* resfd.c: IOCB_FLAG_RESFD eventfds, held and signalled */
-int shim__resfd_take(struct shim_ctx *c, uint32_t fd, int *dup, struct shim_efd **entry);
-void shim__resfd_drop(int dup, struct shim_efd *e);
-void shim__resfd_signal(struct shim_ctx *c, int dup, struct shim_efd *e);
-void shim__resfd_flush(void);           /* at the end of an engine batch */
-void shim__resfd_init(struct shim_ctx *c);
-void shim__resfd_fini(struct shim_ctx *c);
-pid_t shim__self_pid(void);             /* ctx.c: getpid, kept across fork */
-
-/* ring.c */
-void shim__complete(void *arg, const struct fsaio_event *ev);
-void shim__deliver(void *arg, const struct fsaio_event *ev, unsigned n);
-void shim__wake(struct shim_ctx *c);
-long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *events,
-		     const struct timespec *timeout, const sigset_t *sigmask);
-void shim__slots_release(struct shim_ctx *c, struct shim_slot **slots, unsigned n);
-unsigned shim__take_slots(struct shim_ctx *c, unsigned n, struct shim_slot **out);
-
-/* decode.c: judging an iocb (no context needed, for the fuzz target too).
- * decode_head before a slot is taken; decode_fd, then (aio_key written)
- * decode_op; on an error from either, decode_fail gives the kernel's answer
- * and says whether the fd itself was bad; decode_undo frees what a decode
- * took (the RESFD dup, a malloc'd vector). */
-uint64_t shim__user_limit(void);
-bool shim__user_ok(const void *p, uint64_t len);
-bool shim__user_ptr_ok(const void *p, uint64_t len);
-bool shim__fd_unusable(int fd);
-int shim__decode_head(const struct iocb *cb);
-int shim__decode_fd(struct shim_ctx *c, struct shim_slot *s, const struct iocb *cb);
-int shim__decode_op(struct shim_slot *s, const struct iocb *cb);
-int shim__decode_fail(const struct iocb *cb, int ret, bool *fd_bad);
-void shim__decode_undo(struct shim_slot *s);
-
-/* submit.c */
-long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios);
-int shim__cancel(struct shim_ctx *c, struct iocb *iocb);
-
-/* libaio.c: the entry points' bodies, for the compat forms and syscall.c
- * without going through the PLT. */
-int shim__libaio_setup(int nr_events, io_context_t *ctxp);
-int shim__libaio_destroy(io_context_t ctx);
-int shim__libaio_submit(io_context_t ctx, long nr, struct iocb *ios[]);
-int shim__libaio_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
-			    struct timespec *timeout, const sigset_t *sigmask);
-int shim__io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
-		       struct timespec *timeout);
-int shim__io_setup(int nr_events, io_context_t *ctxp);
-int shim__io_destroy(io_context_t ctx);
-int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt);
-
-/* syscall.c: the raw system call, as -errno, errno untouched; never through
- * the exported syscall(), which hands the io_* numbers to the drop-in. */
-long shim__kernel(long nr, long a, long b, long c, long d, long e, long f);
 
 #endif /* FSAIO_SHIM_H */

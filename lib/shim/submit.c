@@ -17,7 +17,7 @@
  * The iocbs of one call are prepared up to the first bad one and handed to
  * the engine in batches; the engine attempts each inline in this thread, so
  * a request whose data is cached, and every buffered write to a regular
- * file (FSAIO_CTX_INLINE_WRITES, ctx.c), has its event in the ring when
+ * file (FSAIO_CTX_INLINE_WRITES, context.c), has its event in the ring when
  * io_submit returns, as with the kernel.
  */
 #include <errno.h>
@@ -25,8 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "dropin.h"
-#include "shim.h"
+#include "ring.h"
+#include "self.h"
+#include "submit.h"
+#include "usermem.h"
 
 #define BATCH 32
 
@@ -39,7 +43,7 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct 
 
 	ret = shim__decode_fd(c, s, &cb);
 	/* Its eventfd is read without io_getevents: the engine's thread must
-	 * bring its completion (undone by shim__slots_release or at the
+	 * bring its completion (undone by give_back or at the
 	 * event). */
 	if (s->resfd >= 0)
 		fsaio__drive_need(c->engine, 1);
@@ -62,6 +66,19 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct 
 	__atomic_store_n(&s->obj, (uint64_t)(uintptr_t)ucb, __ATOMIC_RELAXED);
 	s->opcode = cb.aio_lio_opcode;
 	return 0;
+}
+
+/* Give back n slots the engine did not accept: first what prepare took
+ * (the engine's ring carried for an eventfd, the decode's dup and
+ * vector), then the slots. */
+static void give_back(struct shim_ctx *c, struct shim_slot **slots, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (slots[i]->resfd >= 0)
+			fsaio__drive_need(c->engine, -1);
+		shim__decode_undo(slots[i]);
+	}
+	shim__slots_release(c, slots, n);
 }
 
 /* A read, prepared in slot s, when no request of its batch waits before
@@ -144,7 +161,7 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 				break;
 		}
 		if (!k) {
-			shim__slots_release(c, slots, have);
+			give_back(c, slots, have);
 			done += now;
 			continue;
 		}
@@ -173,7 +190,7 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 		if (off < k && failed)
 			failed->aio_key = failed_key;
 		/* The refused requests' slots and those never used. */
-		shim__slots_release(c, slots + off, have - off);
+		give_back(c, slots + off, have - off);
 		done += now + off;
 	}
 	return done ? done : ret;

@@ -20,10 +20,9 @@
  *
  * The exported symbol exists where the raw instruction and glibc's version
  * node are known (x86_64: syscall@@GLIBC_2.2.5, given by glibc-x86_64.map);
- * elsewhere only shim__kernel() is built, on glibc's syscall().
- *
- * shim__kernel() is the drop-in's own way to the kernel: never through the
- * exported syscall(), which would hand an io_* number back to the drop-in.
+ * elsewhere this file is empty. The drop-in's own way to the kernel is
+ * kernel.c's, never this syscall(), which would hand an io_* number back
+ * to the drop-in.
  */
 #include <errno.h>
 #include <signal.h>
@@ -33,47 +32,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "kernel.h"
+#include "libaio.h"
+#include "usermem.h"
 
-#if defined(__x86_64__) && !defined(__ILP32__)
-#define SHIM_EXPORTS_SYSCALL 1
-
-/* The syscall instruction with six arguments: the kernel's -errno. */
-static inline long raw6(long nr, long a, long b, long c, long d, long e, long f)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
-long shim__kernel(long nr, long a, long b, long c, long d, long e, long f)
-{
-	return raw6(nr, a, b, c, d, e, f);
-}
-
-#else
-
-long shim__kernel(long nr, long a, long b, long c, long d, long e, long f)
-{
-	int saved = errno;
-	long r = syscall(nr, a, b, c, d, e, f);
-
-	if (r == -1)
-		r = -errno;
-	errno = saved;
-	return r;
-}
-
-#endif
-
-#ifdef SHIM_EXPORTS_SYSCALL
+#ifdef SHIM_RAW_SYSCALL
 
 /* FSAIO_SYSCALL=kernel: 1 serve the io_* numbers, 0 leave them to the
  * kernel, -1 not read yet. Relaxed: every thread reads the same value. */
@@ -135,7 +98,7 @@ static long serve(long nr, long a, long b, long c, long d, long e, long f)
 		return pgetevents(ctx, b, c, (struct io_event *)d, (struct timespec *)e,
 				  (const struct aio_sigset *)f);
 	}
-	return raw6(nr, a, b, c, d, e, f);
+	return shim__raw6(nr, a, b, c, d, e, f);
 }
 
 /* syscall() for an io_* number (the entry below jumps here with the
@@ -144,7 +107,7 @@ static long serve(long nr, long a, long b, long c, long d, long e, long f)
 __attribute__((used)) long shim__syscall_aio(long nr, long a, long b, long c, long d, long e,
 					    long f)
 {
-	long r = served() ? serve(nr, a, b, c, d, e, f) : raw6(nr, a, b, c, d, e, f);
+	long r = served() ? serve(nr, a, b, c, d, e, f) : shim__raw6(nr, a, b, c, d, e, f);
 
 	if ((unsigned long)r > -4096UL) {
 		errno = (int)-r;
@@ -215,4 +178,4 @@ __asm__(
 	"	.cfi_endproc\n"
 	"	.size syscall, .-syscall\n");
 
-#endif /* SHIM_EXPORTS_SYSCALL */
+#endif /* SHIM_RAW_SYSCALL */

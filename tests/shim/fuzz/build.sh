@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Build the libFuzzer target on the drop-in's iocb decoding (decode_fuzz.c)
 # with clang, AddressSanitizer and UndefinedBehaviorSanitizer, linking the
-# drop-in's and the engine's sources directly.
+# drop-in's decoding (decode.c and the files below it) and the engine's
+# sources directly.
 #   tests/shim/fuzz/build.sh [OUT]          (default build/decode_fuzz)
 #   build/decode_fuzz -max_total_time=300 CORPUS_DIR
 # Needs clang (14 or newer) with its fuzzer runtime, liburing, and a
@@ -18,6 +19,7 @@ $cc -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DFSAIO_BUILDING -std=gnu11 \
 	-I"$root/include" -I"$gen" -I"$root/lib/shim" -I"$root/lib" -I"$root/lib/include" \
 	"$here/decode_fuzz.c" \
-	$(ls "$root"/lib/shim/*.c | grep -v /libaio.c) "$root"/lib/*.c \
+	"$root"/lib/shim/decode.c "$root"/lib/shim/resfd.c "$root"/lib/shim/wake.c \
+	"$root"/lib/shim/usermem.c "$root"/lib/shim/self.c "$root"/lib/*.c \
 	-luring -lpthread -o "$out"
 echo "built $out"

@@ -25,7 +25,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "decode.h"
+#include "resfd.h"
+#include "usermem.h"
 
 #define NFD 8
 static int fds[NFD];

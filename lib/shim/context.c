@@ -45,11 +45,16 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
+#include "context.h"
 #include "dropin.h"
-#include "shim.h"
+#include "hazard.h"
+#include "resfd.h"
+#include "ring.h"
+#include "self.h"
+#include "usermem.h"
+#include "wake.h"
 
 /* Enough chains that 10,000 live contexts make chains of two or three:
  * every call walks its context's chain, and io_setup walks one for a free
@@ -79,8 +84,6 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static uint32_t possible_cpus = 1;      /* written once by init_once */
 static uint64_t aio_max_nr = 65536;     /* written once by init_once */
 static uint32_t engine_flags;           /* written once by init_once */
-/* getpid() is a system call; ours changes only at fork (on_fork_child). */
-static _Atomic pid_t self_pid;
 
 static unsigned bucket(const void *ring)
 {
@@ -101,7 +104,7 @@ static void on_fork_parent(void)
 
 static void on_fork_child(void)
 {
-	atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
+	shim__self_pid_reset();
 	/* The child owns none of the parent's contexts, and none of the calls
 	 * that the parent's other threads were making. */
 	for (unsigned b = 0; b < REG_BUCKETS; b++) {
@@ -225,39 +228,6 @@ void shim__put(struct shim_ctx *c, struct shim_hazard *held)
 		shim__hazard_clear(held);
 	else
 		node_put(c->node, (uintptr_t)c->ring);
-}
-
-/* Read or write a word of the caller's memory without faulting: the kernel
- * answers EFAULT for a bad ctxp, and so must we. process_vm_* on ourselves
- * needs no privilege; where a sandbox forbids it, fall back to plain access. */
-pid_t shim__self_pid(void)
-{
-	pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
-
-	if (!pid) {
-		pid = getpid();
-		atomic_store_explicit(&self_pid, pid, memory_order_relaxed);
-	}
-	return pid;
-}
-
-int shim__user_copy(void *dst, const void *src, size_t n, bool to_user)
-{
-	struct iovec local = { to_user ? (void *)src : dst, n };
-	struct iovec remote = { to_user ? dst : (void *)src, n };
-	ssize_t r;
-
-	if (!(to_user ? dst : src))
-		return -EFAULT;
-	r = to_user ? process_vm_writev(shim__self_pid(), &local, 1, &remote, 1, 0)
-		    : process_vm_readv(shim__self_pid(), &local, 1, &remote, 1, 0);
-	if (r == (ssize_t)n)
-		return 0;
-	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
-		memcpy(dst, src, n);
-		return 0;
-	}
-	return -EFAULT;
 }
 
 static void ctx_free(struct shim_ctx *c)

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: the drop-in's own way to the kernel, for a context it did not
+ * make and for FSAIO_SYSCALL=kernel: the syscall instruction where it is
+ * known (kernel.h), glibc's syscall() elsewhere, where the drop-in does
+ * not export its own. A leaf.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "kernel.h"
+
+#ifdef SHIM_RAW_SYSCALL
+
+long shim__kernel(long nr, long a, long b, long c, long d, long e, long f)
+{
+	return shim__raw6(nr, a, b, c, d, e, f);
+}
+
+#else
+
+long shim__kernel(long nr, long a, long b, long c, long d, long e, long f)
+{
+	int saved = errno;
+	long r = syscall(nr, a, b, c, d, e, f);
+
+	if (r == -1)
+		r = -errno;
+	errno = saved;
+	return r;
+}
+
+#endif
