@@ -28,11 +28,11 @@ static int blocking_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 		fsaio__complete(ctx, r, (int64_t)(unsigned short)pfd.revents, b);
 		return 0;
 	}
-	if (fsaio__is_rw(r) && !fsaio__total(r))
+	if (fsaio__is_rw(r) && !fsaio__total(r)) {
 		fsaio__complete(ctx, r, 0, b);
-	else
-		fsaio__handoff(ctx, r, b);
-	return 0;
+		return 0;
+	}
+	return fsaio__carry(ctx, r, b, FSAIO__WHY_BLOCKS);
 }
 
 const struct fsaio__method fsaio__method_blocking = {

@@ -182,7 +182,7 @@ static int start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 		fsaio__complete(ctx, r, (unsigned short)pfd.revents, b);
 		return 0;
 	}
-	ret = fsaio__poller_park(ctx, r);
+	ret = fsaio__carry(ctx, r, b, FSAIO__WHY_POLLABLE);
 	if (ret == -EPERM) {
 		/* epoll refuses files whose readiness never changes: what
 		 * poll(2) says now is all there will ever be. */
@@ -193,7 +193,7 @@ static int start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 		fsaio__complete(ctx, r, ret, b);
 		return 0;
 	}
-	return ret ? fsaio__carry_pollable(ctx, r, b) : 0;
+	return ret;
 }
 
 /* With FSAIO_CTX_KERNEL_RULES, an O_NONBLOCK fd's request that would wait
@@ -217,10 +217,8 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 
 	if (r->opcode == FSAIO_OP_POLL)
 		return start_poll(ctx, r, b);
-	if (!fsaio__is_rw(r)) {
-		fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: a worker */
-		return 0;
-	}
+	if (!fsaio__is_rw(r))
+		return fsaio__carry(ctx, r, b, FSAIO__WHY_BLOCKS); /* fsync, fdatasync: a worker */
 	/* An offset, which a pipe or socket has no use for, on a fd that
 	 * seeks: the cached facts may be those of a closed fd whose number
 	 * now names a file (lseek is the cheapest question: ESPIPE on pipes,
@@ -258,17 +256,14 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 			return 0;
 		}
 	}
-	if ((r->rw_flags & RWF_NOWAIT) || (res == FSAIO__STEP_AGAIN && nonblocking(ctx, r))) {
+	/* An O_NONBLOCK fd's answer under the kernel's rules, as read(2)'s
+	 * (the caller's RWF_NOWAIT is fsaio__carry's to answer). */
+	if (!(r->rw_flags & RWF_NOWAIT) && res == FSAIO__STEP_AGAIN && nonblocking(ctx, r)) {
 		fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
 		return 0;
 	}
-	if (r->done_)
-		FSAIO__INC(ctx, partial_inline, 1);
-	/* Once parked, r may complete and be reused at any moment: not a
-	 * field of it is touched after a successful park. */
-	if (res != FSAIO__STEP_POOL && fsaio__poller_park(ctx, r) == 0)
-		return 0;
-	return fsaio__carry_pollable(ctx, r, b);
+	return fsaio__carry(ctx, r, b, res == FSAIO__STEP_POOL ? FSAIO__WHY_PIPE_BLOCKS :
+			    FSAIO__WHY_POLLABLE);
 }
 
 const struct fsaio__method fsaio__method_pollable = {

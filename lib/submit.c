@@ -152,8 +152,11 @@ static bool reserve(struct fsaio_ctx *ctx)
 
 /* cs: FSAIO__CS_LAZY when the caller's cancellation is still enabled and
  * is to be disabled only before a step that may reach a cancellation point
- * (nocancel.h), or any other value when the caller disabled it. */
-static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int cs)
+ * (nocancel.h), or any other value when the caller disabled it. flush:
+ * submit what went to the io_uring ring now; else the caller does, with
+ * fsaio__submit_end. */
+static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int cs,
+		       bool flush)
 {
 	struct fsaio__batch b;
 	int saved = errno, ret = 0;
@@ -178,12 +181,8 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		ret = validate(ctx, r, &fi);
 		if (!ret && !reserve(ctx))
 			ret = -EAGAIN;
-		if (ret) {
-			/* Refused: an attempt fsaio__submit_one made is not
-			 * this request's when its slot is used again. */
-			r->hints_ &= ~(uint64_t)(FSAIO__HINT_ENTERED | FSAIO__HINT_TRIED);
+		if (ret)
 			break;
-		}
 		r->ctx_ = ctx;
 		r->done_ = 0;
 		r->next_ = r->prev_ = NULL;
@@ -201,7 +200,8 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		}
 		FSAIO__INC(ctx, requests, 1);
 	}
-	fsaio__uring_flush(ctx);
+	if (flush)
+		fsaio__uring_flush(ctx);
 	if (cs == FSAIO__CS_LAZY && b.cs != FSAIO__CS_LAZY)
 		fsaio__nocancel_end(b.cs);
 	fsaio__batch_flush(ctx, &b);
@@ -211,43 +211,33 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 
 FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 {
-	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE));
+	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE, true));
 }
 
 int fsaio__submit_lazy(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 {
-	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY);
+	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY, true);
 }
 
 /*
- * The drop-in's way in for one request (dropin.h). A plain read that the
- * file method may attempt at once is attempted here, and a full one is
- * posted from here, without the batch and the dispatch that submit_body
- * takes it through: 1. Anything else, a miss included, is not taken (0):
- * the caller submits it with the rest of its call, so that one call's
- * misses reach the ring in one io_uring_enter; the attempt's outcome stays
- * in its hints and is not made again.
+ * The drop-in's way in for one request (dropin.h): submitted as by
+ * fsaio__submit_lazy, its inline attempt and all, except that what it
+ * sends to the ring waits for fsaio__submit_end, so that one io_submit's
+ * misses reach the ring in one io_uring_enter. 1 once accepted; 0 when
+ * refused, which the caller's batch then answers.
  */
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r)
 {
-	struct fsaio__fdinfo fi;
-	struct fsaio_event ev;
-	int saved = errno;
-	int64_t got = 0;
+	return submit_body(ctx, &r, 1, FSAIO__CS_LAZY, false) == 1;
+}
 
-	if (fsaio__ctx_ok(ctx) && r->opcode == FSAIO_OP_PREAD && !r->flags && !r->rw_flags &&
-	    r->len && !validate(ctx, r, &fi) && fi.kind == FSAIO__KIND_FILE &&
-	    !(fi.flags & FSAIO__FD_PATH)) {
-		r->done_ = 0;
-		got = fsaio__file_read_cached(ctx, r, fi);
-	}
+void fsaio__submit_end(fsaio_ctx_t *ctx)
+{
+	int saved = errno;
+
+	if (fsaio__ctx_ok(ctx))
+		fsaio__uring_flush(ctx);
 	errno = saved;
-	if (got <= 0)
-		return 0;
-	ev = (struct fsaio_event){ .user_data = r->user_data, .req = r, .res = got };
-	FSAIO__INC(ctx, requests, 1);
-	fsaio__post(ctx, &ev, 1);
-	return 1;
 }
 
 static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)
