@@ -25,7 +25,7 @@
 
 #include "carry.h"
 #include "cq.h"
-#include "ctx.h"
+#include "parts.h"
 #include "poller.h"
 #include "pool.h"
 #include "readahead.h"
@@ -93,11 +93,12 @@ enum dest {
 static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__why why,
 			bool refused)
 {
+	struct fsaio__parts *p = fsaio__parts(ctx);
 	uint64_t left = fsaio__total(r) - r->done_;
 	bool nowait = r->rw_flags & RWF_NOWAIT;
 	bool ring;
 
-	switch (ctx->backend) {
+	switch (p->backend) {
 	case FSAIO_BACKEND_THREADS:
 		ring = false;
 		break;
@@ -120,15 +121,15 @@ static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__
 		return nowait ? END : POOL_OR_REFUSE;
 	case FSAIO__WHY_DIRECT:
 		/* The caller's RWF_NOWAIT goes with it: the ring's answer. */
-		if (ctx->backend != FSAIO_BACKEND_THREADS && !refused)
+		if (p->backend != FSAIO_BACKEND_THREADS && !refused)
 			return RING;
 		return nowait ? END : POOL;
 	case FSAIO__WHY_UNTRIED:
 		if (fsaio__is_write(r))
-			return (ctx->flags & FSAIO_CTX_INLINE_WRITES) && !nowait ? HERE : ATTEMPT;
+			return (p->flags & FSAIO_CTX_INLINE_WRITES) && !nowait ? HERE : ATTEMPT;
 		if (!refused) {
 			if (nowait || (r->hints_ & FSAIO__HINT_SEQ) || !ring ||
-			    atomic_fetch_add_explicit(&ctx->straight_seq, 1, memory_order_relaxed) %
+			    atomic_fetch_add_explicit(&p->straight_seq, 1, memory_order_relaxed) %
 			    SAMPLE_EVERY == 0)
 				return ATTEMPT;
 			return RING;
@@ -143,7 +144,7 @@ static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__
 		/* A read miss for the pool: start its disk reads here, so a
 		 * worker only waits for them and a few workers carry any
 		 * number of misses. */
-		if (left <= STARTED_MAX && fsaio__ra_start(ctx, r))
+		if (left <= STARTED_MAX && fsaio__ra_start(p->ra, r))
 			return POOL_STARTED;
 		return POOL_UPFRONT;
 	case FSAIO__WHY_BLOCKS:
@@ -155,7 +156,7 @@ static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__
 static void run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
 {
 	uint64_t before = r->done_;
-	int64_t res = fsaio__retry_blocking(ctx, r, true);
+	int64_t res = fsaio__retry_blocking(fsaio__parts(ctx)->st, r, true);
 
 	FSAIO__INC(ctx, bytes_inline, r->done_ - before);
 	FSAIO__INC(ctx, completed_inline, 1);
@@ -189,7 +190,7 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 	if (why != FSAIO__WHY_UNTRIED)
 		fsaio__batch_nocancel(b);
 	if (why == FSAIO__WHY_MISS && (r->hints_ & FSAIO__HINT_SEQ))
-		fsaio__stream_miss(ctx, r);
+		fsaio__stream_miss(fsaio__parts(ctx)->ra, r);
 	d = decide(ctx, r, why, false);
 	if (d == ATTEMPT)
 		return -EAGAIN;
@@ -228,7 +229,7 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 				return -EPERM;
 			break;
 		case POOL_UPFRONT:
-			fsaio__ra_upfront(ctx, r);
+			fsaio__ra_upfront(fsaio__parts(ctx)->ra, r);
 			to_pool(ctx, r, b, false);
 			return 0;
 		case POOL:
@@ -262,7 +263,7 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	uint64_t before = r->done_;
-	int64_t res = fsaio__retry_blocking(ctx, r, false);
+	int64_t res = fsaio__retry_blocking(fsaio__parts(ctx)->st, r, false);
 
 	FSAIO__INC(ctx, bytes_worker, r->done_ - before);
 	return res;

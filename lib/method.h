@@ -9,7 +9,7 @@
 #define FSAIO_METHOD_H
 
 #include "cq.h"
-#include "ctx.h"
+#include "parts.h"
 #include "fdtable.h"
 #include "req.h"
 
@@ -45,7 +45,7 @@ static inline int fsaio__poll_file(struct fsaio_ctx *ctx, struct fsaio_req *r,
 {
 	int64_t revents = fsaio__file_revents(r);
 
-	if (!revents && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+	if (!revents && (fsaio__parts(ctx)->flags & FSAIO_CTX_KERNEL_RULES))
 		return -EINVAL;
 	fsaio__complete(ctx, r, revents, b);
 	return 0;

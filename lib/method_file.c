@@ -34,7 +34,7 @@
 
 #include "carry.h"
 #include "cq.h"
-#include "ctx.h"
+#include "parts.h"
 #include "fdtable.h"
 #include "method.h"
 #include "probe.h"
@@ -74,7 +74,8 @@ static bool at_eof(const struct fsaio_req *r)
 static bool stale(struct fsaio_ctx *ctx, const struct fsaio_req *r, struct fsaio__fdinfo fi,
 		  ssize_t n)
 {
-	return (n == -EBADF || n == -ESPIPE) && !r->done_ && fsaio__fd_changed(ctx, r->fd, fi);
+	return (n == -EBADF || n == -ESPIPE) && !r->done_ &&
+	       fsaio__fd_changed(fsaio__parts(ctx)->fdt, r->fd, fi);
 }
 
 /*
@@ -97,11 +98,11 @@ static bool write_edges_cached(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 
 	bool head = start % ps != 0;
 
-	if (head && fsaio__probe(ctx, r->fd, start, 1) != FSAIO__RES_HOT)
+	if (head && fsaio__probe(fsaio__parts(ctx)->st, r->fd, start, 1) != FSAIO__RES_HOT)
 		return false;
 	/* The last page, unless it is the first one and was just probed. */
 	if (end % ps && !(head && (end - 1) / ps == start / ps) &&
-	    fsaio__probe(ctx, r->fd, end - 1, 1) != FSAIO__RES_HOT)
+	    fsaio__probe(fsaio__parts(ctx)->st, r->fd, end - 1, 1) != FSAIO__RES_HOT)
 		return false;
 	return true;
 }
@@ -121,10 +122,10 @@ static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	bool sync = (fi.flags & FSAIO__FD_SYNC) || (r->rw_flags & (RWF_DSYNC | RWF_SYNC));
 
 	fsaio__batch_nocancel(b);
-	if ((ctx->flags & FSAIO_CTX_NO_PROBE) || (fsaio__is_write(r) && sync) ||
+	if ((fsaio__parts(ctx)->flags & FSAIO_CTX_NO_PROBE) || (fsaio__is_write(r) && sync) ||
 	    !(fsaio__is_write(r) ? write_edges_cached(ctx, r) :
-	      fsaio__probe(ctx, r->fd, (uint64_t)r->offset + r->done_, total - r->done_) ==
-	      FSAIO__RES_HOT)) {
+	      fsaio__probe(fsaio__parts(ctx)->st, r->fd, (uint64_t)r->offset + r->done_,
+			   total - r->done_) == FSAIO__RES_HOT)) {
 		return fsaio__carry(ctx, r, b, FSAIO__WHY_BLOCKS);
 	}
 	while (r->done_ < total) {
@@ -155,7 +156,7 @@ static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 static int missed(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		  struct fsaio__batch *b)
 {
-	fsaio__fd_missed(ctx, r->fd, fi);
+	fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
 	/* The NOWAIT miss started readahead of the range itself. */
 	r->hints_ |= FSAIO__HINT_KERNEL_RA;
 	return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
@@ -176,8 +177,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	if (write)
 		r->hints_ = 0;
 	else
-		fsaio__stream_enter(ctx, r, fi);
-	if (ctx->flags & FSAIO_CTX_NO_INLINE)
+		fsaio__stream_enter(fsaio__parts(ctx)->ra, r, fi);
+	if (fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE)
 		return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
 	if (write && !fsaio__carry(ctx, r, b, FSAIO__WHY_UNTRIED))
 		return 0;
@@ -190,11 +191,11 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		return 0;
 	/* Reads only: a write needs few of its pages cached (write_edges_cached).
 	 * Not with the caller's RWF_NOWAIT: the kernel answers that one. */
-	if (!write && !(ctx->flags & FSAIO_CTX_NO_PROBE) && !(r->rw_flags & RWF_NOWAIT) &&
+	if (!write && !(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_PROBE) && !(r->rw_flags & RWF_NOWAIT) &&
 	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
-	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
+	    fsaio__probe(fsaio__parts(ctx)->st, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);
-		fsaio__fd_missed(ctx, r->fd, fi);
+		fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
 		return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
 	}
 	for (;;) {
@@ -206,8 +207,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			if (r->done_ < total)
 				continue;
 			if (fi.flags & FSAIO__FD_PROBE_NEXT)
-				fsaio__fd_clear(ctx, r->fd, FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK);
-			fsaio__stream_hit(ctx, r);
+				fsaio__fd_clear(fsaio__parts(ctx)->fdt, r->fd, FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK);
+			fsaio__stream_hit(fsaio__parts(ctx)->ra, r);
 			FSAIO__INC(ctx, completed_inline, 1);
 			fsaio__complete(ctx, r, (int64_t)total, b);
 			return 0;
@@ -223,7 +224,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		if (n == -EINTR)
 			continue;
 		if ((n == -EOPNOTSUPP || n == -EINVAL) && !(r->rw_flags & RWF_NOWAIT)) {
-			fsaio__fd_set(ctx, r->fd, refused);
+			fsaio__fd_set(fsaio__parts(ctx)->fdt, r->fd, refused);
 			return start_resident(ctx, r, fi, b);
 		}
 		if (stale(ctx, r, fi, n))

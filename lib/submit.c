@@ -84,7 +84,7 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 			if (r->len > SSIZE_MAX)
 				return -EINVAL;
 			/* The kernel's AIO takes a NULL buffer and faults in the event. */
-			if (r->len && !r->buf && !(ctx->flags & FSAIO_CTX_KERNEL_RULES))
+			if (r->len && !r->buf && !(ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 				return -EFAULT;
 			total = r->len;
 		}
@@ -92,17 +92,17 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 			return -EINVAL;
 	}
 	r->total_ = total;
-	ret = fsaio__fd_get(ctx, r->fd, fi);
+	ret = fsaio__fd_get(fsaio__parts(ctx)->fdt, r->fd, fi);
 	if (ret)
 		return ret;
 	ret = fsaio__fd_fit(r, *fi);
-	if (!ret && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+	if (!ret && (ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 		ret = kernel_refuses(r, *fi);
 	/* The cached facts may belong to an fd number since reused: a refusal
 	 * is judged again on fresh ones. */
 	if (ret) {
-		ret = fsaio__fd_recheck(ctx, r, fi);
-		if (!ret && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+		ret = fsaio__fd_recheck(fsaio__parts(ctx)->fdt, r, fi);
+		if (!ret && (ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 			ret = kernel_refuses(r, *fi);
 	}
 	return ret;
@@ -122,7 +122,7 @@ static int dispatch(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 			return ret;
 		/* The file may be of another kind now. */
 		fsaio__batch_nocancel(b);
-		ret = fsaio__fd_recheck(ctx, r, &fi);
+		ret = fsaio__fd_recheck(fsaio__parts(ctx)->fdt, r, &fi);
 		if (ret)
 			return ret;
 		/* A number replaced again and again: give up as the kernel
