@@ -289,8 +289,7 @@ Test(backend, missing_fd_goes_straight_to_ring_and_back_inline_when_hot)
 	const char *be = getenv("FSAIO_BACKEND");
 
 	/* The default context follows FSAIO_BACKEND: with threads no read
-	 * ever goes to the ring, and the pool's misses leave the fd's pages
-	 * to the kernel's readahead, not to this test's hot/cold steps. */
+	 * goes to the ring, which is what this test looks for. */
 	if (be && !strcmp(be, "threads"))
 		cr_skip_test("FSAIO_BACKEND=threads: no read goes to the ring\n");
 
