@@ -2,16 +2,22 @@
 /*
  * DESIGN: who carries a request that cannot complete in the submitter.
  *
- * One home for that decision: the caller's RWF_NOWAIT ends it with what was
- * done or -EAGAIN; a buffered read miss goes to the io_uring ring or the
- * worker pool as miss_backend (FSAIO_BACKEND) says; everything else that
- * would block goes to the pool, bound to its file first (fsaio__bind), or
- * is run here when no descriptor is left for that. A read miss for the
- * pool of up to STARTED_MAX has its disk reads started here first
- * (fsaio__ra_start) and is queued as started: a few workers finish such
- * misses oldest first, none is parked per miss. Also the work and the
- * hand-off the executors are given (ctx.c wires them): they know nothing
- * of methods or of the completion queue.
+ * One home for that decision, decide(): every method and the executors'
+ * punt call fsaio__carry() with why the request cannot complete, and
+ * decide() picks where it goes: the caller's RWF_NOWAIT ends it with what
+ * was done or -EAGAIN; a buffered miss goes to the io_uring ring or the
+ * worker pool as the backend (FSAIO_BACKEND, fsaio_params.miss_backend)
+ * says; O_DIRECT to the ring unless the backend is THREADS; a pipe or
+ * socket to the poller; everything else that would block to the pool,
+ * bound to its file first (fsaio__bind), or it is run here when no
+ * descriptor or worker is left for that. A read miss for the pool of up
+ * to STARTED_MAX has its disk reads started here first (fsaio__ra_start)
+ * and is queued as started: a few workers finish such misses oldest first,
+ * none is parked per miss. When the first choice refuses (a ring that
+ * cannot take it, a poller that cannot watch the fd), decide() is asked
+ * again for the next one. Also the work and the hand-off the executors
+ * are given (ctx.c wires them): they know nothing of methods or of the
+ * completion queue.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +25,8 @@
 
 #include "carry.h"
 #include "cq.h"
-#include "ctx.h"
+#include "parts.h"
+#include "poller.h"
 #include "pool.h"
 #include "readahead.h"
 #include "req.h"
@@ -42,39 +49,19 @@ uint32_t fsaio__backend_param(uint32_t param)
 	return FSAIO_BACKEND_AUTO;
 }
 
-void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
-{
-	uint64_t before = r->done_;
-	int64_t res = fsaio__retry_blocking(ctx, r, true);
-
-	FSAIO__INC(ctx, bytes_inline, r->done_ - before);
-	FSAIO__INC(ctx, completed_inline, 1);
-	fsaio__complete(ctx, r, res, b);
-}
-
-/* started: r is a read whose disk reads are under way (fsaio__ra_start). */
-static void handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b,
-		    bool started)
-{
-	if (r->rw_flags & RWF_NOWAIT) {
-		fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
-		return;
-	}
-	if (fsaio__bind(r)) {
-		fsaio__run_here(ctx, r, b);
-		return;
-	}
-	if (r->done_)
-		FSAIO__INC(ctx, partial_inline, 1);
-	/* No worker can be started at all: the submitter carries it. */
-	if (started ? fsaio__pool_queue_started(ctx, r) : fsaio__pool_queue(ctx, r))
-		fsaio__run_here(ctx, r, b);
-}
-
-void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
-{
-	handoff(ctx, r, b, false);
-}
+/* Where decide() sends a request. */
+enum dest {
+	END,            /* the caller's RWF_NOWAIT: done so far, or -EAGAIN */
+	ATTEMPT,        /* not taken: the submitter attempts it inline */
+	HERE,           /* run to its end here with blocking calls */
+	RING,           /* the io_uring ring */
+	POOL,           /* a worker; with none to be had, run here */
+	POOL_STARTED,   /* a worker, its disk reads started here (fsaio__ra_start) */
+	POOL_UPFRONT,   /* a worker, its readahead queued if it must wait (fsaio__ra_upfront) */
+	POLLER,         /* the poller, until its fd is ready */
+	POOL_OR_REFUSE, /* a worker; with none, refused if nothing was done */
+	POOL_OR_FAIL,   /* a worker; with none, it ends with the error */
+};
 
 /* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
  * per inode); read misses below STARTED_MIN to the ring, where a small miss
@@ -90,65 +77,194 @@ void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__ba
  * allocating pages and waiting for the device queue; a worker carries it
  * whole, as any blocking request. */
 #define STARTED_MAX (64u * 1024)
+/* A read on an fd whose last reads all missed goes straight to the ring
+ * (UNTRIED), which tries the page cache itself inside io_uring_enter: no
+ * probe, no failed NOWAIT attempt. One read in SAMPLE_EVERY still takes
+ * the inline path (without a probe: method_file.c), so an fd that turned
+ * hot is served inline again. A
+ * sequential stream's reads always take it: readahead (the kernel's or
+ * ours) is there to make them hit. */
+#define SAMPLE_EVERY 32
 
-static bool auto_uring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
+/*
+ * The one decision: where r goes, given why it cannot complete here.
+ * refused: the first answer for this why refused r (the ring could not
+ * queue it, the poller could not watch its fd): the next one.
+ */
+static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__why why,
+			bool refused)
 {
+	struct fsaio__parts *p = fsaio__parts(ctx);
 	uint64_t left = fsaio__total(r) - r->done_;
+	bool nowait = r->rw_flags & RWF_NOWAIT;
+	bool ring;
 
-	return !fsaio__is_write(r) && (left < STARTED_MIN ||
-	       (left > STARTED_MAX && left <= AUTO_RING_MAX)) && fsaio__uring_usable(ctx);
-}
-
-bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r)
-{
-	switch (ctx->backend) {
-	case FSAIO_BACKEND_URING:
-		return fsaio__uring_usable(ctx);
+	switch (p->backend) {
 	case FSAIO_BACKEND_THREADS:
-		return false;
+		ring = false;
+		break;
+	case FSAIO_BACKEND_URING:
+		ring = fsaio__uring_usable(ctx);
+		break;
 	default:
-		return auto_uring(ctx, r);
+		ring = !fsaio__is_write(r) && (left < STARTED_MIN ||
+		       (left > STARTED_MAX && left <= AUTO_RING_MAX)) && fsaio__uring_usable(ctx);
+		break;
 	}
-}
-
-/* A read miss for the pool: start its disk reads here, so a worker only
- * waits for them and a few workers carry any number of misses. */
-static bool start_reads(struct fsaio_ctx *ctx, struct fsaio_req *r)
-{
-	return fsaio__total(r) - r->done_ <= STARTED_MAX && fsaio__ra_start(ctx, r);
-}
-
-void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
-{
-	if (r->hints_ & FSAIO__HINT_SEQ)
-		fsaio__stream_miss(ctx, r);
-	if (r->rw_flags & RWF_NOWAIT) {
-		fsaio__handoff(ctx, r, b);
-		return;
-	}
-	if (fsaio__miss_to_ring(ctx, r)) {
-		/* r may be complete and reused once queued: read done_ first. */
-		bool partial = r->done_ != 0;
-
-		if (fsaio__uring_queue(ctx, r, b != NULL) == 0) {
-			if (partial)
-				FSAIO__INC(ctx, partial_inline, 1);
-			return;
+	switch (why) {
+	case FSAIO__WHY_PUNT:
+		return POOL_OR_FAIL;
+	case FSAIO__WHY_POLLABLE:
+		if (nowait)
+			return END;
+		return refused ? POOL_OR_REFUSE : POLLER;
+	case FSAIO__WHY_PIPE_BLOCKS:
+		return nowait ? END : POOL_OR_REFUSE;
+	case FSAIO__WHY_DIRECT:
+		/* The caller's RWF_NOWAIT goes with it: the ring's answer. */
+		if (p->backend != FSAIO_BACKEND_THREADS && !refused)
+			return RING;
+		return nowait ? END : POOL;
+	case FSAIO__WHY_UNTRIED:
+		if (fsaio__is_write(r))
+			return (p->flags & FSAIO_CTX_INLINE_WRITES) && !nowait ? HERE : ATTEMPT;
+		if (!refused) {
+			if (nowait || (r->hints_ & FSAIO__HINT_SEQ) || !ring ||
+			    atomic_fetch_add_explicit(&p->straight_seq, 1, memory_order_relaxed) %
+			    SAMPLE_EVERY == 0)
+				return ATTEMPT;
+			return RING;
 		}
+		/* A miss the ring refused: as any miss. */
+		/* fall through */
+	case FSAIO__WHY_MISS:
+		if (nowait)
+			return END;
+		if (ring && !refused)
+			return RING;
+		/* A read miss for the pool: start its disk reads here, so a
+		 * worker only waits for them and a few workers carry any
+		 * number of misses. */
+		if (left <= STARTED_MAX && fsaio__ra_start(p->ra, r))
+			return POOL_STARTED;
+		return POOL_UPFRONT;
+	case FSAIO__WHY_BLOCKS:
+	default:
+		return nowait ? END : POOL;
 	}
-	if (start_reads(ctx, r)) {
-		handoff(ctx, r, b, true);
+}
+
+static void run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+{
+	uint64_t before = r->done_;
+	int64_t res = fsaio__retry_blocking(fsaio__parts(ctx)->st, r, true);
+
+	FSAIO__INC(ctx, bytes_inline, r->done_ - before);
+	FSAIO__INC(ctx, completed_inline, 1);
+	fsaio__complete(ctx, r, res, b);
+}
+
+/* To a worker, bound to its file; run here when that cannot be. */
+static void to_pool(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b,
+		    bool started)
+{
+	if (fsaio__bind(r)) {
+		run_here(ctx, r, b);
 		return;
 	}
-	fsaio__ra_upfront(ctx, r);
-	handoff(ctx, r, b, false);
+	if (r->done_)
+		FSAIO__INC(ctx, partial_inline, 1);
+	/* No worker can be started at all: the submitter carries it. */
+	if (started ? fsaio__pool_queue_started(ctx, r) : fsaio__pool_queue(ctx, r))
+		run_here(ctx, r, b);
+}
+
+int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b,
+		 enum fsaio__why why)
+{
+	enum dest d;
+	bool partial;
+	int err;
+
+	/* Every way on but UNTRIED's attempt and inline write may reach a
+	 * cancellation point (fsaio__ra_start reads sysfs). */
+	if (why != FSAIO__WHY_UNTRIED)
+		fsaio__batch_nocancel(b);
+	if (why == FSAIO__WHY_MISS && (r->hints_ & FSAIO__HINT_SEQ))
+		fsaio__stream_miss(fsaio__parts(ctx)->ra, r);
+	d = decide(ctx, r, why, false);
+	if (d == ATTEMPT)
+		return -EAGAIN;
+	if (why == FSAIO__WHY_UNTRIED && d == RING) {
+		FSAIO__INC(ctx, straight_to_ring, 1);
+		fsaio__batch_nocancel(b);
+	}
+	if ((why == FSAIO__WHY_POLLABLE || why == FSAIO__WHY_PIPE_BLOCKS) && d != END && r->done_)
+		FSAIO__INC(ctx, partial_inline, 1);
+	for (;;) {
+		switch (d) {
+		case END:
+			fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
+			return 0;
+		case ATTEMPT:
+			return -EAGAIN;
+		case HERE:
+			run_here(ctx, r, b);
+			return 0;
+		case RING:
+			/* r may be complete and reused once queued: read done_ first. */
+			partial = r->done_ != 0;
+			if (fsaio__uring_queue(ctx, r, b != NULL) == 0) {
+				if (partial)
+					FSAIO__INC(ctx, partial_inline, 1);
+				return 0;
+			}
+			break;
+		case POLLER:
+			/* Once parked, r may complete and be reused at any moment:
+			 * not a field of it is touched after a successful park. */
+			err = fsaio__poller_park(ctx, r);
+			if (!err)
+				return 0;
+			if (err == -EPERM && r->opcode == FSAIO_OP_POLL)
+				return -EPERM;
+			break;
+		case POOL_UPFRONT:
+			fsaio__ra_upfront(fsaio__parts(ctx)->ra, r);
+			to_pool(ctx, r, b, false);
+			return 0;
+		case POOL:
+		case POOL_STARTED:
+			to_pool(ctx, r, b, d == POOL_STARTED);
+			return 0;
+		case POOL_OR_REFUSE:
+			err = fsaio__bind(r);
+			if (!err && !(err = fsaio__pool_queue(ctx, r)))
+				return 0;
+			if (!r->done_) {
+				fsaio__unbind(r);
+				return -EAGAIN;
+			}
+			fsaio__complete(ctx, r, (int64_t)r->done_, b);
+			return 0;
+		case POOL_OR_FAIL:
+			err = fsaio__bind(r);
+			if (!err)
+				err = fsaio__pool_queue(ctx, r);
+			if (err)
+				fsaio__complete(ctx, r, fsaio__result(r, err), NULL);
+			return 0;
+		}
+		/* The first choice refused r: the next one. */
+		d = decide(ctx, r, why, true);
+	}
 }
 
 /* The pool's work: carry r's remainder to its end with blocking calls. */
 int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
 	uint64_t before = r->done_;
-	int64_t res = fsaio__retry_blocking(ctx, r, false);
+	int64_t res = fsaio__retry_blocking(fsaio__parts(ctx)->st, r, false);
 
 	FSAIO__INC(ctx, bytes_worker, r->done_ - before);
 	return res;
@@ -158,24 +274,5 @@ int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r)
  * on r's own descriptor; with none to be had, r ends with the error. */
 void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r)
 {
-	int err = fsaio__bind(r);
-
-	if (!err)
-		err = fsaio__pool_queue(ctx, r);
-	if (err)
-		fsaio__complete(ctx, r, fsaio__result(r, err), NULL);
-}
-
-int fsaio__carry_pollable(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
-{
-	int err = fsaio__bind(r);
-
-	if (!err && !(err = fsaio__pool_queue(ctx, r)))
-		return 0;
-	if (!r->done_) {
-		fsaio__unbind(r);
-		return -EAGAIN;
-	}
-	fsaio__complete(ctx, r, (int64_t)r->done_, b);
-	return 0;
+	fsaio__carry(ctx, r, NULL, FSAIO__WHY_PUNT);
 }

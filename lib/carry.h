@@ -5,21 +5,28 @@
 
 #include "req.h"
 
+/* Why a request is handed to fsaio__carry. */
+enum fsaio__why {
+	FSAIO__WHY_BLOCKS,      /* only a blocking call will do (fsync, a blocking kind of file) */
+	FSAIO__WHY_MISS,        /* a buffered read or write would block (attempt or probe) */
+	FSAIO__WHY_UNTRIED,     /* a buffered read or write before its inline attempt */
+	FSAIO__WHY_DIRECT,      /* an O_DIRECT request */
+	FSAIO__WHY_POLLABLE,    /* a pipe or socket request waits for readiness */
+	FSAIO__WHY_PIPE_BLOCKS, /* a pipe or socket request only a blocking call will carry */
+	FSAIO__WHY_PUNT,        /* the ring or the poller cannot go on with it */
+};
+
 uint32_t fsaio__backend_param(uint32_t param);      /* the param or FSAIO_BACKEND */
-/* A request that would block: the caller's RWF_NOWAIT answer, or the pool. */
-void fsaio__handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
-/* A buffered read or write that would block: RWF_NOWAIT answer, ring or pool. */
-void fsaio__miss(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
-/* Whether a miss of r would be carried by the ring (the backend's choice). */
-bool fsaio__miss_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r);
-/* Run r to its end here, with blocking calls, and complete it: what the
- * submitter does when r cannot be bound for a hand-off. */
-void fsaio__run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
+/*
+ * Carry r, which the submitter (or an executor, PUNT; b NULL) cannot
+ * finish, where decide() says. 0: taken, it will produce its one event.
+ * -EAGAIN: not taken, nothing done: UNTRIED, attempt it inline; POLLABLE
+ * and PIPE_BLOCKS, nobody can carry it: refuse it. -EPERM: an FSAIO_OP_POLL
+ * whose fd epoll cannot watch (POLLABLE): the caller answers it.
+ */
+int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b,
+		 enum fsaio__why why);
 int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r);   /* exec_ops.run */
 void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r);     /* exec_ops.punt */
-/* A pipe or socket request only a worker can carry now, in the submitter:
- * 0, or -EAGAIN (refused: no worker or descriptor, nothing done yet); with
- * progress made, it completes with it. */
-int fsaio__carry_pollable(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b);
 
 #endif /* FSAIO_CARRY_H */

@@ -14,6 +14,7 @@
  * returns -EINVAL in the child, except destroy, which only frees memory.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,6 +51,21 @@ static const struct fsaio__exec_ops exec_ops = {
 	.done = fsaio__complete,
 	.punt = fsaio__carry_punt,
 };
+
+/* The readahead's hooks to the pool (struct fsaio__readahead). */
+static void ra_queue_job(void *arg, struct fsaio__job *job)
+{
+	fsaio__pool_job(arg, job);
+}
+
+static bool ra_pool_full(void *arg)
+{
+	struct fsaio_ctx *ctx = arg;
+
+	return fsaio__pool_busy(ctx) >= ctx->pool.max;
+}
+
+_Static_assert(offsetof(struct fsaio_ctx, parts) == 0, "fsaio__parts(ctx) casts ctx");
 
 static unsigned env_uint(const char *name, unsigned dflt, unsigned max)
 {
@@ -98,13 +114,17 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 		errno = saved;
 		return -ENOMEM;
 	}
+	ctx->parts.fork_gen = atomic_load(&fsaio__fork_gen);
+	ctx->parts.flags = p->flags;
+	ctx->parts.backend = fsaio__backend_param(p->miss_backend);
+	ctx->parts.st = &ctx->st;
+	ctx->parts.fdt = &ctx->fdt;
+	ctx->parts.ra = &ctx->ra;
+	ctx->parts.poller = &ctx->poller;
 	ctx->ops = &exec_ops;
-	ctx->fork_gen = atomic_load(&fsaio__fork_gen);
 	ctx->depth = p->queue_depth ? p->queue_depth : DEFAULT_DEPTH;
-	ctx->flags = p->flags;
 	ctx->complete_cb = p->complete;
 	ctx->complete_arg = p->complete_arg;
-	ctx->backend = fsaio__backend_param(p->miss_backend);
 
 	ret = fsaio__fdtable_init(&ctx->fdt);
 	if (ret)
@@ -118,15 +138,12 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS));
 	if (ret)
 		goto out_cq;
-	ret = fsaio__ra_init(ctx);
-	if (ret)
-		goto out_pool;
+	fsaio__ra_init(&ctx->ra, p->flags & FSAIO_CTX_NO_READAHEAD, &ctx->st, ra_queue_job,
+		       ra_pool_full, ctx);
 	*ctxp = ctx;
 	errno = saved;
 	return 0;
 
-out_pool:
-	fsaio__pool_fini(&ctx->pool);
 out_cq:
 	fsaio__poller_fini(&ctx->poller);
 	fsaio__cq_fini(&ctx->cq);
@@ -160,7 +177,7 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 		 * held by threads that do not exist here. Free memory only. */
 		fsaio__uring_forget(ctx);
 		fsaio__poller_forget(&ctx->poller);
-		fsaio__ra_fini(ctx);
+		fsaio__ra_fini(&ctx->ra);
 		fsaio__pool_forget(&ctx->pool);
 		fsaio__cq_forget(&ctx->cq);
 		fsaio__fdtable_forget(&ctx->fdt);
@@ -173,7 +190,7 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 	fsaio__uring_stop(ctx);
 	fsaio__poller_stop(ctx);
 	fsaio__pool_stop(ctx);
-	fsaio__ra_fini(ctx);    /* after the workers that run its prefetch jobs */
+	fsaio__ra_fini(&ctx->ra);    /* after the workers that run its prefetch jobs */
 	fsaio__pool_fini(&ctx->pool);
 	fsaio__poller_fini(&ctx->poller);
 	fsaio__cq_fini(&ctx->cq);

@@ -17,14 +17,13 @@
 #include "counters.h"
 #include "cq.h"
 #include "fdtable.h"
+#include "fork.h"
+#include "parts.h"
 #include "poller.h"
 #include "pool.h"
+#include "readahead.h"
 #include "req.h"
 
-
-/* What the poller's step returns besides a res. */
-#define FSAIO__STEP_AGAIN INT64_MIN             /* would block: wait for readiness */
-#define FSAIO__STEP_POOL (INT64_MIN + 1)        /* only a blocking call will do: a worker */
 
 /*
  * What the executors (pool.c, poller.c, uring.c) are given: the work they
@@ -46,10 +45,10 @@ struct fsaio__exec_ops {
 };
 
 struct fsaio_ctx {
+	/* first: what methods and carry.c are given (parts.h, fsaio__parts) */
+	struct fsaio__parts parts;
 	const struct fsaio__exec_ops *ops; /* immutable */
-	unsigned fork_gen;      /* immutable: fsaio__fork_gen at creation */
 	unsigned depth;         /* immutable */
-	uint32_t flags;         /* immutable: FSAIO_CTX_* */
 	void (*complete_cb)(void *, const struct fsaio_event *); /* immutable */
 	void *complete_arg;     /* immutable */
 	/* immutable once requests flow (fsaio__set_deliver): complete_cb's batch form */
@@ -57,7 +56,6 @@ struct fsaio_ctx {
 	/* accepted and not yet reaped (or called back); not counted with a
 	 * delivery hook, whose caller bounds its requests itself */
 	_Atomic unsigned in_flight;
-	_Atomic unsigned straight_seq; /* method_file.c: sampling of fds sent straight to io_uring */
 	/* uring_reap.c, seq_cst: waiters that rely on the ring's thread
 	 * (fsaio__drive_need); while > 0 the thread does not step back. */
 	_Atomic int ring_needs;
@@ -66,20 +64,10 @@ struct fsaio_ctx {
 	struct fsaio__pool pool;
 	struct fsaio__cq cq;
 	struct fsaio__poller poller;
-	uint32_t backend;       /* immutable: enum fsaio_backend, after FSAIO_BACKEND */
 	/* uring.c: NULL, then a creation marker, then the ring, each by CAS;
 	 * the ring itself is immutable until destroy (see uring.c). */
 	_Atomic(struct fsaio__uring *) uring;
-	/* readahead.c: NULL until the first read needs it, then set once by CAS
-	 * (release; read with acquire) and kept until destroy; its own locks */
-	struct fsaio__ra *_Atomic ra;
+	struct fsaio__readahead ra; /* readahead.c: its own rules */
 };
-
-/* fork.c: whether ctx belongs to this process (not a forked parent's) */
-extern _Atomic unsigned fsaio__fork_gen;
-bool fsaio__ctx_ok(const struct fsaio_ctx *ctx);
-
-/* A counter of ctx->st (counters.h). */
-#define FSAIO__INC(ctx, field, n) FSAIO__COUNT(&(ctx)->st, field, n)
 
 #endif /* FSAIO_CTX_H */

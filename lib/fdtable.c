@@ -22,7 +22,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "ctx.h"
 #include "fdtable.h"
 #include "req.h"
 
@@ -159,29 +158,29 @@ static int learn(int fd, struct fsaio__fdinfo *fi)
 	return 0;
 }
 
-int fsaio__fd_refresh(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out)
+int fsaio__fd_refresh(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo *out)
 {
 	_Atomic uint64_t *w;
 	int ret = learn(fd, out);
 
 	if (ret)
 		return ret;
-	w = slot(&ctx->fdt, fd, true);
+	w = slot(t, fd, true);
 	if (w)
 		atomic_store_explicit(w, pack(*out), memory_order_relaxed);
 	return 0;
 }
 
-int fsaio__fd_get(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out)
+int fsaio__fd_get(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo *out)
 {
-	_Atomic uint64_t *w = slot(&ctx->fdt, fd, false);
+	_Atomic uint64_t *w = slot(t, fd, false);
 	uint64_t v = w ? atomic_load_explicit(w, memory_order_relaxed) : 0;
 
 	if (v & FSAIO__FD_VALID) {
 		*out = unpack(v);
 		return 0;
 	}
-	return fsaio__fd_refresh(ctx, fd, out);
+	return fsaio__fd_refresh(t, fd, out);
 }
 
 int fsaio__fd_fit(struct fsaio_req *r, struct fsaio__fdinfo fi)
@@ -200,35 +199,35 @@ int fsaio__fd_fit(struct fsaio_req *r, struct fsaio__fdinfo fi)
 	return 0;
 }
 
-int fsaio__fd_recheck(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo *fi)
+int fsaio__fd_recheck(struct fsaio__fdtable *t, struct fsaio_req *r, struct fsaio__fdinfo *fi)
 {
-	int ret = fsaio__fd_refresh(ctx, r->fd, fi);
+	int ret = fsaio__fd_refresh(t, r->fd, fi);
 
 	return ret ? ret : fsaio__fd_fit(r, *fi);
 }
 
-bool fsaio__fd_changed(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo fi)
+bool fsaio__fd_changed(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo fi)
 {
 	struct fsaio__fdinfo now;
 
 	/* A failed refresh is a change too: the caller re-checks and fails. */
-	if (fsaio__fd_refresh(ctx, fd, &now))
+	if (fsaio__fd_refresh(t, fd, &now))
 		return true;
 	return now.kind != fi.kind ||
 	       (now.flags & ~FSAIO__FD_LEARNT) != (fi.flags & ~FSAIO__FD_LEARNT);
 }
 
-void fsaio__fd_set(struct fsaio_ctx *ctx, int fd, uint32_t flags)
+void fsaio__fd_set(struct fsaio__fdtable *t, int fd, uint32_t flags)
 {
-	_Atomic uint64_t *w = slot(&ctx->fdt, fd, false);
+	_Atomic uint64_t *w = slot(t, fd, false);
 
 	if (w && !(atomic_load_explicit(w, memory_order_relaxed) & flags))
 		atomic_fetch_or_explicit(w, flags, memory_order_relaxed);
 }
 
-void fsaio__fd_missed(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo fi)
+void fsaio__fd_missed(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo fi)
 {
-	_Atomic uint64_t *w = slot(&ctx->fdt, fd, false);
+	_Atomic uint64_t *w = slot(t, fd, false);
 
 	if (!w)
 		return;
@@ -238,9 +237,9 @@ void fsaio__fd_missed(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo fi)
 		atomic_fetch_add_explicit(w, FSAIO__FD_MISS_ONE, memory_order_relaxed);
 }
 
-void fsaio__fd_clear(struct fsaio_ctx *ctx, int fd, uint32_t flags)
+void fsaio__fd_clear(struct fsaio__fdtable *t, int fd, uint32_t flags)
 {
-	_Atomic uint64_t *w = slot(&ctx->fdt, fd, false);
+	_Atomic uint64_t *w = slot(t, fd, false);
 
 	if (w && (atomic_load_explicit(w, memory_order_relaxed) & flags))
 		atomic_fetch_and_explicit(w, ~(uint64_t)flags, memory_order_relaxed);

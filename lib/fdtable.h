@@ -66,16 +66,16 @@ void fsaio__fdtable_forget(struct fsaio__fdtable *t); /* forked child: free only
 int fsaio__fd_fit(struct fsaio_req *r, struct fsaio__fdinfo fi);
 /* Learn r's fd again into *fi and fit r to it: the one re-check of every
  * method's "the fd may name another file now". */
-int fsaio__fd_recheck(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo *fi);
+int fsaio__fd_recheck(struct fsaio__fdtable *t, struct fsaio_req *r, struct fsaio__fdinfo *fi);
 /* Whether fd's facts differ from fi now (learning them again). */
-bool fsaio__fd_changed(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo fi);
-int fsaio__fd_get(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out);
-int fsaio__fd_refresh(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo *out);
-void fsaio__fd_set(struct fsaio_ctx *ctx, int fd, uint32_t flags);
-void fsaio__fd_clear(struct fsaio_ctx *ctx, int fd, uint32_t flags);
+bool fsaio__fd_changed(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo fi);
+int fsaio__fd_get(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo *out);
+int fsaio__fd_refresh(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo *out);
+void fsaio__fd_set(struct fsaio__fdtable *t, int fd, uint32_t flags);
+void fsaio__fd_clear(struct fsaio__fdtable *t, int fd, uint32_t flags);
 /* A read on fd missed the cache: probe its next one first, and count the
  * streak (fi: the facts the read was started with). */
-void fsaio__fd_missed(struct fsaio_ctx *ctx, int fd, struct fsaio__fdinfo fi);
+void fsaio__fd_missed(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo fi);
 static inline unsigned fsaio__fd_misses(struct fsaio__fdinfo fi)
 {
 	return (fi.flags & FSAIO__FD_MISS_MASK) / FSAIO__FD_MISS_ONE;

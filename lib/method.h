@@ -9,7 +9,7 @@
 #define FSAIO_METHOD_H
 
 #include "cq.h"
-#include "ctx.h"
+#include "parts.h"
 #include "fdtable.h"
 #include "req.h"
 
@@ -33,10 +33,6 @@ extern const struct fsaio__method fsaio__method_pollable;
 extern const struct fsaio__method fsaio__method_direct;
 extern const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX];
 
-/* The file method's attempt for fsaio__submit_one (method_file.c). */
-int64_t fsaio__file_read_cached(struct fsaio_ctx *ctx, struct fsaio_req *r,
-				struct fsaio__fdinfo fi);
-
 /* A method's start() that finds r's fd names another kind of file now,
  * before any progress: submit checks it again and starts the right method. */
 #define FSAIO__RESTART 1
@@ -49,7 +45,7 @@ static inline int fsaio__poll_file(struct fsaio_ctx *ctx, struct fsaio_req *r,
 {
 	int64_t revents = fsaio__file_revents(r);
 
-	if (!revents && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+	if (!revents && (fsaio__parts(ctx)->flags & FSAIO_CTX_KERNEL_RULES))
 		return -EINVAL;
 	fsaio__complete(ctx, r, revents, b);
 	return 0;

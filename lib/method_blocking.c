@@ -10,7 +10,7 @@
 
 #include "carry.h"
 #include "cq.h"
-#include "ctx.h"
+#include "parts.h"
 #include "fdtable.h"
 #include "method.h"
 #include "req.h"
@@ -19,7 +19,7 @@ static int blocking_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 		 struct fsaio__batch *b)
 {
 	(void)fi;
-	if (r->opcode == FSAIO_OP_POLL && (ctx->flags & FSAIO_CTX_KERNEL_RULES)) {
+	if (r->opcode == FSAIO_OP_POLL && (fsaio__parts(ctx)->flags & FSAIO_CTX_KERNEL_RULES)) {
 		/* A directory: ready now for what it will ever be ready for. */
 		struct pollfd pfd = { r->fd, (short)r->len, 0 };
 
@@ -28,11 +28,11 @@ static int blocking_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 		fsaio__complete(ctx, r, (int64_t)(unsigned short)pfd.revents, b);
 		return 0;
 	}
-	if (fsaio__is_rw(r) && !fsaio__total(r))
+	if (fsaio__is_rw(r) && !fsaio__total(r)) {
 		fsaio__complete(ctx, r, 0, b);
-	else
-		fsaio__handoff(ctx, r, b);
-	return 0;
+		return 0;
+	}
+	return fsaio__carry(ctx, r, b, FSAIO__WHY_BLOCKS);
 }
 
 const struct fsaio__method fsaio__method_blocking = {

@@ -22,7 +22,7 @@
 
 #include "carry.h"
 #include "cq.h"
-#include "ctx.h"
+#include "parts.h"
 #include "fdtable.h"
 #include "method.h"
 #include "rw.h"
@@ -39,7 +39,7 @@ static int direct_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio
 		fsaio__complete(ctx, r, 0, b);
 		return 0;
 	}
-	if ((r->rw_flags & RWF_NOWAIT) && (ctx->flags & FSAIO_CTX_KERNEL_RULES)) {
+	if ((r->rw_flags & RWF_NOWAIT) && (fsaio__parts(ctx)->flags & FSAIO_CTX_KERNEL_RULES)) {
 		/* The caller's RWF_NOWAIT gets the kernel's own answer (-EAGAIN,
 		 * or -EINVAL for a misaligned buffer), from one call here. */
 		struct iovec tmp[FSAIO__IOV_MAX];
@@ -52,10 +52,7 @@ static int direct_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio
 		return 0;
 	}
 	r->hints_ = 0;
-	if (fsaio__uring_queue(ctx, r, true) == 0)
-		return 0;
-	fsaio__handoff(ctx, r, b);
-	return 0;
+	return fsaio__carry(ctx, r, b, FSAIO__WHY_DIRECT);
 }
 
 const struct fsaio__method fsaio__method_direct = {

@@ -5,7 +5,7 @@
  * In the submitter: go as far as the page cache allows without blocking,
  * preadv2/pwritev2 with RWF_NOWAIT, round again on a short count (the rest
  * may be cached too, or be EOF). A full result completes at once; EAGAIN or
- * a partial one hands the remainder on (fsaio__handoff, carry.c: io_uring
+ * a partial one hands the remainder on (fsaio__carry, carry.c: io_uring
  * or the pool), like the 2004 patchset's -EIOCBRETRY, with req->done_ as
  * its bytes_done.
  *
@@ -13,7 +13,8 @@
  * be dear: always for large requests, and for small ones after the last
  * attempt on the fd missed (FSAIO__FD_PROBE_NEXT), so a hot workload pays
  * nothing and a cold one pays a probe instead of a failed NOWAIT attempt.
- * An fd whose reads keep missing skips both (straight_to_ring).
+ * An fd whose reads keep missing may skip both (STRAIGHT_AFTER: carry.c
+ * decides whether the ring takes it untried).
  *
  * Filesystems that refuse RWF_NOWAIT (tmpfs reads, ext4 writes on 6.18:
  * EOPNOTSUPP; some answer EINVAL) are remembered per fd. Their requests are
@@ -22,7 +23,7 @@
  *
  * Under fsaio__submit_lazy (nocancel.h) a read or write starts with the
  * caller's cancellation enabled: every branch that hands the request on
- * disables it first (fsaio__batch_nocancel); the inline attempt makes only
+ * disables it first (fsaio__carry, fsaio__batch_nocancel); the inline attempt makes only
  * raw system calls, which are not cancellation points.
  */
 #include <errno.h>
@@ -33,7 +34,7 @@
 
 #include "carry.h"
 #include "cq.h"
-#include "ctx.h"
+#include "parts.h"
 #include "fdtable.h"
 #include "method.h"
 #include "probe.h"
@@ -73,7 +74,8 @@ static bool at_eof(const struct fsaio_req *r)
 static bool stale(struct fsaio_ctx *ctx, const struct fsaio_req *r, struct fsaio__fdinfo fi,
 		  ssize_t n)
 {
-	return (n == -EBADF || n == -ESPIPE) && !r->done_ && fsaio__fd_changed(ctx, r->fd, fi);
+	return (n == -EBADF || n == -ESPIPE) && !r->done_ &&
+	       fsaio__fd_changed(fsaio__parts(ctx)->fdt, r->fd, fi);
 }
 
 /*
@@ -96,40 +98,20 @@ static bool write_edges_cached(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 
 	bool head = start % ps != 0;
 
-	if (head && fsaio__probe(ctx, r->fd, start, 1) != FSAIO__RES_HOT)
+	if (head && fsaio__probe(fsaio__parts(ctx)->st, r->fd, start, 1) != FSAIO__RES_HOT)
 		return false;
 	/* The last page, unless it is the first one and was just probed. */
 	if (end % ps && !(head && (end - 1) / ps == start / ps) &&
-	    fsaio__probe(ctx, r->fd, end - 1, 1) != FSAIO__RES_HOT)
+	    fsaio__probe(fsaio__parts(ctx)->st, r->fd, end - 1, 1) != FSAIO__RES_HOT)
 		return false;
 	return true;
 }
 
-/*
- * A read on an fd whose last reads all missed goes straight to io_uring,
- * which tries the page cache itself inside io_uring_enter: no probe, no
- * failed NOWAIT attempt. One read in SAMPLE_EVERY still takes the inline
- * path, so an fd that turned hot is served inline again; one hit ends the
- * streak. A sample skips the probe: its NOWAIT attempt alone both samples
- * and, on a miss, starts the read (a probe of a cold range adds a cachestat
- * and an fstat). A workload with hits among its misses never builds a
- * streak, and a sequential stream's reads always take the inline path:
- * readahead (the kernel's or ours) is there to make them hit.
- */
+/* A read on an fd whose last STRAIGHT_AFTER reads all missed is offered to
+ * fsaio__carry untried (FSAIO__WHY_UNTRIED): the ring, which tries the page
+ * cache itself, may take it without a probe or a failed NOWAIT attempt.
+ * One hit ends the streak. */
 #define STRAIGHT_AFTER 4
-#define SAMPLE_EVERY 32
-
-enum straight { NOT_STRAIGHT, STRAIGHT, SAMPLE };
-
-static enum straight straight_to_ring(struct fsaio_ctx *ctx, const struct fsaio_req *r,
-				      struct fsaio__fdinfo fi)
-{
-	if (fsaio__fd_misses(fi) < STRAIGHT_AFTER - 1 || (r->rw_flags & RWF_NOWAIT) ||
-	    (r->hints_ & FSAIO__HINT_SEQ) || !fsaio__miss_to_ring(ctx, r))
-		return NOT_STRAIGHT;
-	return atomic_fetch_add_explicit(&ctx->straight_seq, 1, memory_order_relaxed) %
-	       SAMPLE_EVERY ? STRAIGHT : SAMPLE;
-}
 
 /* The fs refused NOWAIT: copy inline only what the probe says is cached. */
 static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
@@ -140,12 +122,11 @@ static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	bool sync = (fi.flags & FSAIO__FD_SYNC) || (r->rw_flags & (RWF_DSYNC | RWF_SYNC));
 
 	fsaio__batch_nocancel(b);
-	if ((ctx->flags & FSAIO_CTX_NO_PROBE) || (fsaio__is_write(r) && sync) ||
+	if ((fsaio__parts(ctx)->flags & FSAIO_CTX_NO_PROBE) || (fsaio__is_write(r) && sync) ||
 	    !(fsaio__is_write(r) ? write_edges_cached(ctx, r) :
-	      fsaio__probe(ctx, r->fd, (uint64_t)r->offset + r->done_, total - r->done_) ==
-	      FSAIO__RES_HOT)) {
-		fsaio__handoff(ctx, r, b);
-		return 0;
+	      fsaio__probe(fsaio__parts(ctx)->st, r->fd, (uint64_t)r->offset + r->done_,
+			   total - r->done_) == FSAIO__RES_HOT)) {
+		return fsaio__carry(ctx, r, b, FSAIO__WHY_BLOCKS);
 	}
 	while (r->done_ < total) {
 		ssize_t n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags & ~RWF_NOWAIT);
@@ -164,10 +145,8 @@ static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		r->done_ += (uint64_t)n;
 		FSAIO__INC(ctx, bytes_inline, (uint64_t)n);
 	}
-	if (r->done_ < total && fsaio__is_write(r)) {
-		fsaio__handoff(ctx, r, b);
-		return 0;
-	}
+	if (r->done_ < total && fsaio__is_write(r))
+		return fsaio__carry(ctx, r, b, FSAIO__WHY_BLOCKS);
 	FSAIO__INC(ctx, completed_inline, 1);
 	fsaio__complete(ctx, r, (int64_t)r->done_, b);
 	return 0;
@@ -177,43 +156,10 @@ static int start_resident(struct fsaio_ctx *ctx, struct fsaio_req *r,
 static int missed(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		  struct fsaio__batch *b)
 {
-	fsaio__fd_missed(ctx, r->fd, fi);
+	fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
 	/* The NOWAIT miss started readahead of the range itself. */
 	r->hints_ |= FSAIO__HINT_KERNEL_RA;
-	fsaio__batch_nocancel(b);
-	fsaio__miss(ctx, r, b);
-	return 0;
-}
-
-/*
- * fsaio__submit_one's attempt: a plain read of a small range on an fd whose
- * last read hit, fitted to fi by the caller. Its bytes when the page cache
- * held all of it (counted: the caller posts it); 0 otherwise, with
- * hints for start_rw, which then skips the stream detector and, after a
- * miss, the attempt already made.
- */
-int64_t fsaio__file_read_cached(struct fsaio_ctx *ctx, struct fsaio_req *r,
-				struct fsaio__fdinfo fi)
-{
-	struct iovec tmp[1];
-	ssize_t n;
-
-	if ((ctx->flags & FSAIO_CTX_NO_INLINE) || r->len >= PROBE_ALWAYS_BYTES ||
-	    (fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK)))
-		return 0;
-	fsaio__stream_enter(ctx, r, fi);
-	n = fsaio__rw_once(r, tmp, 1, RWF_NOWAIT);
-	if (n == (ssize_t)r->len) {
-		FSAIO__INC(ctx, bytes_inline, (uint64_t)n);
-		FSAIO__INC(ctx, completed_inline, 1);
-		fsaio__stream_hit(ctx, r);
-		return n;
-	}
-	/* A short read may be EOF, and an error may be the request's or come
-	 * from an fd number now naming another file: start_rw attempts those
-	 * again, as its own. */
-	r->hints_ |= FSAIO__HINT_ENTERED | (n == -EAGAIN ? FSAIO__HINT_TRIED : 0);
-	return 0;
+	return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
 }
 
 static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
@@ -228,53 +174,35 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__complete(ctx, r, 0, b);
 		return 0;
 	}
-	if (write) {
+	if (write)
 		r->hints_ = 0;
-	} else if (r->hints_ & FSAIO__HINT_ENTERED) {
-		bool tried = r->hints_ & FSAIO__HINT_TRIED;
-
-		r->hints_ &= ~(uint64_t)(FSAIO__HINT_ENTERED | FSAIO__HINT_TRIED);
-		if (tried)
-			return missed(ctx, r, fi, b);
-	} else {
-		fsaio__stream_enter(ctx, r, fi);
-	}
-	if (ctx->flags & FSAIO_CTX_NO_INLINE) {
-		fsaio__batch_nocancel(b);
-		fsaio__miss(ctx, r, b);
+	else
+		fsaio__stream_enter(fsaio__parts(ctx)->ra, r, fi);
+	if (fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE)
+		return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
+	if (write && !fsaio__carry(ctx, r, b, FSAIO__WHY_UNTRIED))
 		return 0;
-	}
-	if (write && (ctx->flags & FSAIO_CTX_INLINE_WRITES) && !(r->rw_flags & RWF_NOWAIT)) {
-		int64_t res = fsaio__rw_blocking(ctx, r, true);
-
-		FSAIO__INC(ctx, bytes_inline, r->done_);
-		FSAIO__INC(ctx, completed_inline, 1);
-		fsaio__complete(ctx, r, res, b);
-		return 0;
-	}
 	/* The caller's RWF_NOWAIT always gets the kernel's own answer (so
 	 * -EOPNOTSUPP where the fs refuses it), whatever the fd's history. */
 	if ((fi.flags & refused) && !(r->rw_flags & RWF_NOWAIT))
 		return start_resident(ctx, r, fi, b);
-	enum straight st = write ? NOT_STRAIGHT : straight_to_ring(ctx, r, fi);
+	/* An fd on a miss streak whose read is attempted here all the same (a
+	 * sample, or not for the ring) skips the probe: its NOWAIT attempt
+	 * alone tells hit from miss and, on a miss, starts the read, where a
+	 * probe of a cold range costs a cachestat and an fstat on top. */
+	bool streak = !write && fsaio__fd_misses(fi) >= STRAIGHT_AFTER - 1;
 
-	if (st == STRAIGHT) {
-		FSAIO__INC(ctx, straight_to_ring, 1);
-		fsaio__batch_nocancel(b);
-		fsaio__miss(ctx, r, b);
+	if (streak && !fsaio__carry(ctx, r, b, FSAIO__WHY_UNTRIED))
 		return 0;
-	}
 	/* Reads only: a write needs few of its pages cached (write_edges_cached).
 	 * Not with the caller's RWF_NOWAIT: the kernel answers that one. */
-	if (!write && st != SAMPLE && !(ctx->flags & FSAIO_CTX_NO_PROBE) &&
+	if (!write && !streak && !(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_PROBE) &&
 	    !(r->rw_flags & RWF_NOWAIT) &&
 	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
-	    fsaio__probe(ctx, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
+	    fsaio__probe(fsaio__parts(ctx)->st, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);
-		fsaio__fd_missed(ctx, r->fd, fi);
-		fsaio__batch_nocancel(b);
-		fsaio__miss(ctx, r, b);
-		return 0;
+		fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
+		return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
 	}
 	for (;;) {
 		ssize_t n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags | RWF_NOWAIT);
@@ -285,8 +213,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 			if (r->done_ < total)
 				continue;
 			if (fi.flags & FSAIO__FD_PROBE_NEXT)
-				fsaio__fd_clear(ctx, r->fd, FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK);
-			fsaio__stream_hit(ctx, r);
+				fsaio__fd_clear(fsaio__parts(ctx)->fdt, r->fd, FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK);
+			fsaio__stream_hit(fsaio__parts(ctx)->ra, r);
 			FSAIO__INC(ctx, completed_inline, 1);
 			fsaio__complete(ctx, r, (int64_t)total, b);
 			return 0;
@@ -302,7 +230,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		if (n == -EINTR)
 			continue;
 		if ((n == -EOPNOTSUPP || n == -EINVAL) && !(r->rw_flags & RWF_NOWAIT)) {
-			fsaio__fd_set(ctx, r->fd, refused);
+			fsaio__fd_set(fsaio__parts(ctx)->fdt, r->fd, refused);
 			return start_resident(ctx, r, fi, b);
 		}
 		if (stale(ctx, r, fi, n))
@@ -320,8 +248,7 @@ static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 	fsaio__batch_nocancel(b);
 	if (r->opcode == FSAIO_OP_POLL)
 		return fsaio__poll_file(ctx, r, b);
-	fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: always a worker */
-	return 0;
+	return fsaio__carry(ctx, r, b, FSAIO__WHY_BLOCKS); /* fsync, fdatasync: a worker */
 }
 
 const struct fsaio__method fsaio__method_file = {

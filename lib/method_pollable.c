@@ -39,7 +39,7 @@
 
 #include "carry.h"
 #include "cq.h"
-#include "ctx.h"
+#include "parts.h"
 #include "fdtable.h"
 #include "method.h"
 #include "poller.h"
@@ -68,7 +68,7 @@ static ssize_t fifo_read(const struct fsaio_req *r, struct iovec *tmp, int cap)
 static ssize_t fifo_write(struct fsaio_ctx *ctx, const struct fsaio_req *r,
 			  struct iovec *tmp, int cap)
 {
-	int *spl = ctx->poller.spl;
+	int *spl = fsaio__parts(ctx)->poller->spl;
 	const struct iovec *iov;
 	ssize_t in, out;
 	int cnt, err;
@@ -104,14 +104,14 @@ static ssize_t nb_call(struct fsaio_ctx *ctx, struct fsaio_req *r, bool poller,
 	ssize_t n;
 	int fl;
 
-	n = fsaio__fd_get(ctx, r->fd, &fi);
+	n = fsaio__fd_get(fsaio__parts(ctx)->fdt, r->fd, &fi);
 	if (n)
 		return n;
 	if (!(fi.flags & refused)) {
 		n = fsaio__rw_once(r, tmp, cap, r->rw_flags | RWF_NOWAIT);
 		if (n != -EOPNOTSUPP)
 			return n;
-		fsaio__fd_set(ctx, r->fd, refused);
+		fsaio__fd_set(fsaio__parts(ctx)->fdt, r->fd, refused);
 	}
 	fl = fcntl(fsaio__fd(r), F_GETFL);
 	if (fl < 0)
@@ -177,23 +177,23 @@ static int start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 	struct pollfd pfd = { .fd = r->fd, .events = (short)r->len };
 	int ret;
 
-	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) && poll(&pfd, 1, 0) > 0) {
+	if (!(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE) && poll(&pfd, 1, 0) > 0) {
 		FSAIO__INC(ctx, completed_inline, 1);
 		fsaio__complete(ctx, r, (unsigned short)pfd.revents, b);
 		return 0;
 	}
-	ret = fsaio__poller_park(ctx, r);
+	ret = fsaio__carry(ctx, r, b, FSAIO__WHY_POLLABLE);
 	if (ret == -EPERM) {
 		/* epoll refuses files whose readiness never changes: what
 		 * poll(2) says now is all there will ever be. */
 		if (poll(&pfd, 1, 0) > 0)
 			ret = (unsigned short)pfd.revents;
-		else if (ctx->flags & FSAIO_CTX_KERNEL_RULES)
+		else if (fsaio__parts(ctx)->flags & FSAIO_CTX_KERNEL_RULES)
 			return -EINVAL;         /* the kernel's AIO will not wait for it */
 		fsaio__complete(ctx, r, ret, b);
 		return 0;
 	}
-	return ret ? fsaio__carry_pollable(ctx, r, b) : 0;
+	return ret;
 }
 
 /* With FSAIO_CTX_KERNEL_RULES, an O_NONBLOCK fd's request that would wait
@@ -203,7 +203,7 @@ static bool nonblocking(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 {
 	int fl;
 
-	if (!(ctx->flags & FSAIO_CTX_KERNEL_RULES))
+	if (!(fsaio__parts(ctx)->flags & FSAIO_CTX_KERNEL_RULES))
 		return false;
 	fl = fcntl(r->fd, F_GETFL);
 	return fl >= 0 && (fl & O_NONBLOCK);
@@ -217,17 +217,16 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 
 	if (r->opcode == FSAIO_OP_POLL)
 		return start_poll(ctx, r, b);
-	if (!fsaio__is_rw(r)) {
-		fsaio__handoff(ctx, r, b);      /* fsync, fdatasync: a worker */
-		return 0;
-	}
+	if (!fsaio__is_rw(r))
+		return fsaio__carry(ctx, r, b, FSAIO__WHY_BLOCKS); /* fsync, fdatasync: a worker */
 	/* An offset, which a pipe or socket has no use for, on a fd that
 	 * seeks: the cached facts may be those of a closed fd whose number
 	 * now names a file (lseek is the cheapest question: ESPIPE on pipes,
 	 * sockets and ttys). */
-	if (r->offset >= 0 && lseek(r->fd, 0, SEEK_CUR) >= 0 && fsaio__fd_changed(ctx, r->fd, fi))
+	if (r->offset >= 0 && lseek(r->fd, 0, SEEK_CUR) >= 0 &&
+	    fsaio__fd_changed(fsaio__parts(ctx)->fdt, r->fd, fi))
 		return FSAIO__RESTART;
-	if ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && r->offset > 0 &&
+	if ((fsaio__parts(ctx)->flags & FSAIO_CTX_KERNEL_RULES) && r->offset > 0 &&
 	    (fi.flags & FSAIO__FD_SOCKET)) {
 		/* A socket has no position: the kernel's AIO refuses one. */
 		fsaio__complete(ctx, r, -ESPIPE, b);
@@ -237,18 +236,18 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 		/* A zero-length read(2) never reaches the file; the kernel's
 		 * AIO calls its read_iter, and the counters of eventfd, timerfd
 		 * and signalfd refuse a buffer too small for one value. */
-		bool tiny = (ctx->flags & FSAIO_CTX_KERNEL_RULES) && !fsaio__is_write(r) &&
+		bool tiny = (fsaio__parts(ctx)->flags & FSAIO_CTX_KERNEL_RULES) && !fsaio__is_write(r) &&
 			    (fi.flags & FSAIO__FD_ANON);
 		int64_t zres = tiny ? -EINVAL : 0;
 
 		/* sock_write_iter sends even nothing: a closed peer is EPIPE. */
-		if ((ctx->flags & FSAIO_CTX_KERNEL_RULES) && fsaio__is_write(r) &&
+		if ((fsaio__parts(ctx)->flags & FSAIO_CTX_KERNEL_RULES) && fsaio__is_write(r) &&
 		    (fi.flags & FSAIO__FD_SOCKET) && send(r->fd, "", 0, MSG_DONTWAIT) < 0)
 			zres = -errno;
 		fsaio__complete(ctx, r, zres, b);
 		return 0;
 	}
-	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) &&
+	if (!(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE) &&
 	    (!fsaio__poller_queued(ctx, r) || nonblocking(ctx, r))) {
 		res = step(ctx, r, false, tmp, INLINE_IOV);
 		FSAIO__INC(ctx, bytes_inline, r->done_);
@@ -258,17 +257,14 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 			return 0;
 		}
 	}
-	if ((r->rw_flags & RWF_NOWAIT) || (res == FSAIO__STEP_AGAIN && nonblocking(ctx, r))) {
+	/* An O_NONBLOCK fd's answer under the kernel's rules, as read(2)'s
+	 * (the caller's RWF_NOWAIT is fsaio__carry's to answer). */
+	if (!(r->rw_flags & RWF_NOWAIT) && res == FSAIO__STEP_AGAIN && nonblocking(ctx, r)) {
 		fsaio__complete(ctx, r, r->done_ ? (int64_t)r->done_ : -EAGAIN, b);
 		return 0;
 	}
-	if (r->done_)
-		FSAIO__INC(ctx, partial_inline, 1);
-	/* Once parked, r may complete and be reused at any moment: not a
-	 * field of it is touched after a successful park. */
-	if (res != FSAIO__STEP_POOL && fsaio__poller_park(ctx, r) == 0)
-		return 0;
-	return fsaio__carry_pollable(ctx, r, b);
+	return fsaio__carry(ctx, r, b, res == FSAIO__STEP_POOL ? FSAIO__WHY_PIPE_BLOCKS :
+			    FSAIO__WHY_POLLABLE);
 }
 
 const struct fsaio__method fsaio__method_pollable = {

@@ -8,6 +8,10 @@
 
 #include "req.h"
 
+/* What the poller's step returns besides a res. */
+#define FSAIO__STEP_AGAIN INT64_MIN             /* would block: wait for readiness */
+#define FSAIO__STEP_POOL (INT64_MIN + 1)        /* only a blocking call will do: a worker */
+
 /* The readiness poller of the pollable method (poller.c). */
 struct fsaio__pfd;
 struct fsaio__poller {

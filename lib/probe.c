@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ctx.h"
 #include "probe.h"
 
 #ifndef __NR_cachestat
@@ -77,7 +76,7 @@ static enum fsaio__residency by_mincore(int fd, uint64_t off, uint64_t len, uint
 	return classify(cached, pages);
 }
 
-enum fsaio__residency fsaio__probe(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len)
+enum fsaio__residency fsaio__probe(struct fsaio__counters *st, int fd, uint64_t off, uint64_t len)
 {
 	uint64_t ps = (uint64_t)page_size();
 	uint64_t pages = (off + len + ps - 1) / ps - off / ps;
@@ -87,7 +86,7 @@ enum fsaio__residency fsaio__probe(struct fsaio_ctx *ctx, int fd, uint64_t off, 
 
 	if (!len)
 		return FSAIO__RES_UNKNOWN;
-	FSAIO__INC(ctx, probe_calls, 1);
+	FSAIO__COUNT(st, probe_calls, 1);
 	if (!mode) {
 		const char *e = getenv("FSAIO_PROBE");
 

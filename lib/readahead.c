@@ -43,7 +43,6 @@
 #include <unistd.h>
 
 #include "nocancel.h"
-#include "ctx.h"
 #include "fdtable.h"
 #include "pool.h"
 #include "probe.h"
@@ -81,6 +80,7 @@ struct stream {
 	int job_fd;             /* lock */
 	uint64_t job_off, job_end; /* lock: job_end == 0 when nothing pending */
 	struct fsaio__job job;  /* queued under pool.lock */
+	struct fsaio__readahead *owner; /* immutable */
 };
 
 #define UP_SLOTS 64
@@ -97,6 +97,7 @@ struct fsaio__ra {
 	unsigned up_n;          /* up_lock */
 	struct fsaio__job up_job; /* queued under pool.lock */
 	bool off;               /* immutable: FSAIO_CTX_NO_READAHEAD or FSAIO_READAHEAD=0 */
+	struct fsaio__readahead *owner; /* immutable */
 };
 
 /* ---- the device limit, cached per st_dev ---- */
@@ -167,9 +168,9 @@ uint64_t fsaio__ra_limit(int fd)
 
 /* readahead(2) in limit-sized calls (the kernel cuts a larger one to the
  * file's ra_pages silently); POSIX_FADV_WILLNEED where readahead is refused.
- * Counted as prefetch unless ctx is NULL (a miss's own range). Whether all
- * of it was asked for. */
-static bool do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t len,
+ * Counted as prefetch in st unless it is NULL (a miss's own range). Whether
+ * all of it was asked for. */
+static bool do_readahead(struct fsaio__counters *st, int fd, uint64_t off, uint64_t len,
 			 uint64_t limit)
 {
 	int saved = errno;
@@ -179,9 +180,9 @@ static bool do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t l
 	while (len) {
 		uint64_t n = len < limit ? len : limit;
 
-		if (ctx) {
-			FSAIO__INC(ctx, ra_calls, 1);
-			FSAIO__INC(ctx, ra_bytes, n);
+		if (st) {
+			FSAIO__COUNT(st, ra_calls, 1);
+			FSAIO__COUNT(st, ra_bytes, n);
 		}
 		if (readahead(fd, (off_t)off, (size_t)n) < 0 &&
 		    (errno != EINVAL || posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED)))
@@ -213,8 +214,9 @@ static void stream_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
 	 * ahead (most of the range in the cache or under I/O), leave it
 	 * alone: readahead(2) sets no PG_readahead marks, so taking over
 	 * would stop the kernel's asynchronous pipeline. */
-	if (end > off && fsaio__probe(ctx, fd, off, end - off) != FSAIO__RES_HOT)
-		do_readahead(ctx, fd, off, end - off, limit);
+	(void)ctx;
+	if (end > off && fsaio__probe(s->owner->st, fd, off, end - off) != FSAIO__RES_HOT)
+		do_readahead(s->owner->st, fd, off, end - off, limit);
 }
 
 /* Under s->lock: start the window at 4 requests, or double it, up to
@@ -255,7 +257,7 @@ static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j);
 
 /* The context's table, made by the first caller (ra_make, a CAS); NULL
  * when there is no memory for it. */
-static struct fsaio__ra *ra_make(struct fsaio_ctx *ctx)
+static struct fsaio__ra *ra_make(struct fsaio__readahead *owner)
 {
 	struct fsaio__ra *ra = calloc(1, sizeof(*ra)), *was = NULL;
 	const char *e = getenv("FSAIO_READAHEAD");
@@ -264,34 +266,37 @@ static struct fsaio__ra *ra_make(struct fsaio_ctx *ctx)
 		return NULL;
 	pthread_mutex_init(&ra->up_lock, NULL);
 	ra->up_job.fn = up_job;
-	ra->off = (ctx->flags & FSAIO_CTX_NO_READAHEAD) || (e && !strcmp(e, "0"));
+	ra->off = owner->disabled || (e && !strcmp(e, "0"));
+	ra->owner = owner;
 	for (unsigned i = 0; i < RA_SLOTS; i++) {
 		pthread_mutex_init(&ra->s[i].lock, NULL);
 		ra->s[i].fd = -1;
 		ra->s[i].job.fn = stream_job;
+		ra->s[i].owner = owner;
 	}
-	if (atomic_compare_exchange_strong_explicit(&ctx->ra, &was, ra, memory_order_acq_rel,
+	if (atomic_compare_exchange_strong_explicit(&owner->table, &was, ra, memory_order_acq_rel,
 						    memory_order_acquire))
 		return ra;
 	free(ra);
 	return was;
 }
 
-static struct fsaio__ra *ra_get(struct fsaio_ctx *ctx)
+static struct fsaio__ra *ra_get(struct fsaio__readahead *owner)
 {
-	struct fsaio__ra *ra = atomic_load_explicit(&ctx->ra, memory_order_acquire);
+	struct fsaio__ra *ra = atomic_load_explicit(&owner->table, memory_order_acquire);
 
-	return ra ? ra : ra_make(ctx);
+	return ra ? ra : ra_make(owner);
 }
 
 /* The table of a context where a stream was seen (HINT_SEQ) or an upfront
  * job queued: made already. */
-static struct fsaio__ra *ra_of(struct fsaio_ctx *ctx)
+static struct fsaio__ra *ra_of(struct fsaio__readahead *owner)
 {
-	return atomic_load_explicit(&ctx->ra, memory_order_acquire);
+	return atomic_load_explicit(&owner->table, memory_order_acquire);
 }
 
-void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi)
+void fsaio__stream_enter(struct fsaio__readahead *owner, struct fsaio_req *r,
+			 struct fsaio__fdinfo fi)
 {
 	struct fsaio__ra *ra;
 	uint64_t off = (uint64_t)r->offset, len = fsaio__total(r);
@@ -300,7 +305,7 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
 	unsigned seq;
 
 	r->hints_ = 0;
-	if ((fi.flags & FSAIO__FD_ADV_RANDOM) || !len || !(ra = ra_get(ctx)) || ra->off)
+	if ((fi.flags & FSAIO__FD_ADV_RANDOM) || !len || !(ra = ra_get(owner)) || ra->off)
 		return;
 	s = &ra->s[(unsigned)r->fd % RA_SLOTS];
 	/* The random reads' case, without the lock: only the end moves. */
@@ -335,7 +340,7 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
 	queue = top_up(s, r->fd);
 	pthread_mutex_unlock(&s->lock);
 	if (queue)
-		fsaio__pool_job(ctx, &s->job);
+		owner->queue_job(owner->arg, &s->job);
 }
 
 /* A stream read missed: start or widen the window, unless the kernel's own
@@ -345,9 +350,9 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
  * served inline (docs/design-notes.md). Where the kernel reads nothing
  * ahead (an fd advised RANDOM elsewhere, a small read_ahead_kb) the window
  * pays. Called before r is handed on. */
-void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r)
+void fsaio__stream_miss(struct fsaio__readahead *owner, struct fsaio_req *r)
 {
-	struct stream *s = &ra_of(ctx)->s[(unsigned)r->fd % RA_SLOTS];
+	struct stream *s = &ra_of(owner)->s[(unsigned)r->fd % RA_SLOTS];
 	uint64_t len = fsaio__total(r), ahead;
 	bool queue = false, window, warm;
 
@@ -363,7 +368,7 @@ void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	 * once the stream has covered RA_WARM device limits. */
 	warm = GET(s->next) - GET(s->start) >= RA_WARM * s->limit;
 	pthread_mutex_unlock(&s->lock);
-	if (!window && (!warm || fsaio__probe(ctx, r->fd, ahead, 4 * len) != FSAIO__RES_COLD))
+	if (!window && (!warm || fsaio__probe(owner->st, r->fd, ahead, 4 * len) != FSAIO__RES_COLD))
 		return;
 	pthread_mutex_lock(&s->lock);
 	if (GET(s->fd) == r->fd && GET(s->seq) >= SEQ_AFTER) {
@@ -372,7 +377,7 @@ void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (queue)
-		fsaio__pool_job(ctx, &s->job);
+		owner->queue_job(owner->arg, &s->job);
 }
 
 /* Under s->lock: queue the part of the window not yet prefetched. */
@@ -398,14 +403,14 @@ static bool top_up(struct stream *s, int fd)
 	return false;
 }
 
-void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r)
+void fsaio__stream_hit(struct fsaio__readahead *owner, struct fsaio_req *r)
 {
 	struct stream *s;
 
 	if (!(r->hints_ & FSAIO__HINT_SEQ))
 		return;
-	FSAIO__INC(ctx, stream_hits, 1);
-	s = &ra_of(ctx)->s[(unsigned)r->fd % RA_SLOTS];
+	FSAIO__COUNT(owner->st, stream_hits, 1);
+	s = &ra_of(owner)->s[(unsigned)r->fd % RA_SLOTS];
 	pthread_mutex_lock(&s->lock);
 	/* Only a window that exists grows: a stream the kernel keeps ahead
 	 * of by itself never gets one. */
@@ -418,11 +423,11 @@ void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r)
 
 static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
 {
-	struct fsaio__ra *ra = ra_of(ctx);
+	struct fsaio__ra *ra = (struct fsaio__ra *)((char *)j - offsetof(struct fsaio__ra, up_job));
 	struct up_range batch[UP_SLOTS];
 	unsigned n;
 
-	(void)j;
+	(void)ctx;
 	pthread_mutex_lock(&ra->up_lock);
 	n = ra->up_n;
 	memcpy(batch, ra->up, n * sizeof(batch[0]));
@@ -431,21 +436,21 @@ static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t limit = fsaio__ra_limit(batch[i].fd);
 
-		do_readahead(ctx, batch[i].fd, batch[i].off,
+		do_readahead(ra->owner->st, batch[i].fd, batch[i].off,
 			     batch[i].len < limit ? batch[i].len : limit, limit);
 	}
 }
 
 /* Only a request that will sit in the queue while every worker is busy
  * (see the DESIGN comment for why and the numbers). */
-void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
+void fsaio__ra_upfront(struct fsaio__readahead *owner, struct fsaio_req *r)
 {
 	struct fsaio__ra *ra;
 	uint64_t total = fsaio__total(r);
 	bool queue = false;
 
 	if ((r->hints_ & FSAIO__HINT_KERNEL_RA) || fsaio__is_write(r) || !fsaio__is_rw(r) ||
-	    r->done_ >= total || fsaio__pool_busy(ctx) < ctx->pool.max || !(ra = ra_get(ctx)) ||
+	    r->done_ >= total || !owner->pool_full(owner->arg) || !(ra = ra_get(owner)) ||
 	    ra->off)
 		return;
 	pthread_mutex_lock(&ra->up_lock);
@@ -456,10 +461,10 @@ void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	}
 	pthread_mutex_unlock(&ra->up_lock);
 	if (queue)
-		fsaio__pool_job(ctx, &ra->up_job);
+		owner->queue_job(owner->arg, &ra->up_job);
 }
 
-bool fsaio__ra_start(struct fsaio_ctx *ctx, struct fsaio_req *r)
+bool fsaio__ra_start(struct fsaio__readahead *owner, struct fsaio_req *r)
 {
 	uint64_t total = fsaio__total(r);
 	struct fsaio__ra *ra;
@@ -467,7 +472,7 @@ bool fsaio__ra_start(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= total)
 		return false;
 	/* The table holds whether readahead is off; made at the first miss. */
-	if (!(ra = ra_get(ctx)) || ra->off)
+	if (!(ra = ra_get(owner)) || ra->off)
 		return false;
 	if (r->hints_ & FSAIO__HINT_KERNEL_RA)
 		return true;
@@ -475,54 +480,22 @@ bool fsaio__ra_start(struct fsaio_ctx *ctx, struct fsaio_req *r)
 			    fsaio__ra_limit(r->fd));
 }
 
-int fsaio__ra_init(struct fsaio_ctx *ctx)
+void fsaio__ra_init(struct fsaio__readahead *ra, bool disabled, struct fsaio__counters *st,
+		    void (*queue_job)(void *arg, struct fsaio__job *job),
+		    bool (*pool_full)(void *arg), void *arg)
 {
-	atomic_init(&ctx->ra, NULL);
-	return 0;
+	atomic_init(&ra->table, NULL);
+	ra->disabled = disabled;
+	ra->st = st;
+	ra->queue_job = queue_job;
+	ra->pool_full = pool_full;
+	ra->arg = arg;
 }
 
 /* Memory only: also called in a forked child, where a slot lock may be
  * held by a thread that does not exist there. */
-void fsaio__ra_fini(struct fsaio_ctx *ctx)
+void fsaio__ra_fini(struct fsaio__readahead *ra)
 {
-	free(atomic_load_explicit(&ctx->ra, memory_order_acquire));
-	atomic_store_explicit(&ctx->ra, NULL, memory_order_relaxed);
-}
-
-static int fadvise_body(fsaio_ctx_t *ctx, int fd, int advice)
-{
-	struct fsaio__fdinfo fi;
-	int saved = errno, ret;
-
-	if (!fsaio__ctx_ok(ctx))
-		return -EINVAL;
-	if (advice != POSIX_FADV_NORMAL && advice != POSIX_FADV_RANDOM &&
-	    advice != POSIX_FADV_SEQUENTIAL)
-		return -EINVAL;
-	if (fd < 0)
-		return -EBADF;
-	ret = fsaio__fd_get(ctx, fd, &fi);
-	if (ret)
-		goto out;
-	/* The kernel's own readahead follows the same advice (RANDOM turns it
-	 * off, SEQUENTIAL doubles it); pipes and sockets answer ESPIPE, which
-	 * changes nothing for them. */
-	ret = -posix_fadvise(fd, 0, 0, advice);
-	if (ret == -ESPIPE)
-		ret = 0;
-	if (ret)
-		goto out;
-	fsaio__fd_clear(ctx, fd, FSAIO__FD_ADV_RANDOM | FSAIO__FD_ADV_SEQ);
-	if (advice == POSIX_FADV_RANDOM)
-		fsaio__fd_set(ctx, fd, FSAIO__FD_ADV_RANDOM);
-	else if (advice == POSIX_FADV_SEQUENTIAL)
-		fsaio__fd_set(ctx, fd, FSAIO__FD_ADV_SEQ);
-out:
-	errno = saved;
-	return ret;
-}
-
-FSAIO__API int fsaio_fadvise(fsaio_ctx_t *ctx, int fd, int advice)
-{
-	return FSAIO__NOCANCEL(fadvise_body(ctx, fd, advice));
+	free(atomic_load_explicit(&ra->table, memory_order_acquire));
+	atomic_store_explicit(&ra->table, NULL, memory_order_relaxed);
 }

@@ -3,23 +3,49 @@
 #ifndef FSAIO_READAHEAD_H
 #define FSAIO_READAHEAD_H
 
+#include <stdbool.h>
+
+#include "counters.h"
 #include "fdtable.h"
 #include "req.h"
 
-int fsaio__ra_init(struct fsaio_ctx *ctx);
-void fsaio__ra_fini(struct fsaio_ctx *ctx);
+struct fsaio__job;
+struct fsaio__ra;
+
+/*
+ * A context's readahead, embedded in it: the table, made on first use, and
+ * what it is given: its counters and two hooks to the pool that runs its
+ * prefetch jobs (wired by ctx.c, with arg).
+ */
+struct fsaio__readahead {
+	/* NULL until the first read needs it, then set once by CAS (release;
+	 * read with acquire) and kept until destroy; its own locks */
+	struct fsaio__ra *_Atomic table;
+	bool disabled;          /* immutable: FSAIO_CTX_NO_READAHEAD */
+	struct fsaio__counters *st; /* immutable */
+	/* immutable: queue a side job (fsaio__pool_job); whether every worker
+	 * is busy, so a queued request waits */
+	void (*queue_job)(void *arg, struct fsaio__job *job);
+	bool (*pool_full)(void *arg);
+	void *arg;              /* immutable */
+};
+
+void fsaio__ra_init(struct fsaio__readahead *ra, bool disabled, struct fsaio__counters *st,
+		    void (*queue_job)(void *arg, struct fsaio__job *job),
+		    bool (*pool_full)(void *arg), void *arg);
+void fsaio__ra_fini(struct fsaio__readahead *ra);
 /* In the submitter, before a buffered read's inline attempt: stream detection. */
-void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi);
+void fsaio__stream_enter(struct fsaio__readahead *ra, struct fsaio_req *r, struct fsaio__fdinfo fi);
 /* A stream read missed (before it is handed on): start or widen prefetch. */
-void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r);
+void fsaio__stream_miss(struct fsaio__readahead *ra, struct fsaio_req *r);
 /* A stream request completed inline (a hit): grows an existing window. */
-void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r);
+void fsaio__stream_hit(struct fsaio__readahead *ra, struct fsaio_req *r);
 /* A missed read the kernel has not seen waits for a busy pool: have a
  * worker start its readahead (in the submitter: records and queues). */
-void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r);
+void fsaio__ra_upfront(struct fsaio__readahead *ra, struct fsaio_req *r);
 /* A read miss about to be handed on: start the disk reads of its whole
  * remainder now, in the caller. Whether they are under way. */
-bool fsaio__ra_start(struct fsaio_ctx *ctx, struct fsaio_req *r);
+bool fsaio__ra_start(struct fsaio__readahead *ra, struct fsaio_req *r);
 /* The readahead limit (bytes) of the device holding fd's file. */
 uint64_t fsaio__ra_limit(int fd);
 

@@ -131,12 +131,7 @@ static inline void fsaio__set_stream(struct fsaio_req *r, bool stream)
 enum {
 	FSAIO__HINT_SEQ = 1u << 0,        /* part of a sequential stream (readahead.c) */
 	FSAIO__HINT_KERNEL_RA = 1u << 1,  /* a NOWAIT miss already started readahead */
-	FSAIO__HINT_TRIED = 1u << 2,      /* with ENTERED: its attempt missed */
 	FSAIO__HINT_EFAULT_RETRY = 1u << 3, /* uring.c: resubmitted once after an -EFAULT */
-	/* fsaio__file_read_cached entered it in the stream detector, which
-	 * start_rw then skips, and attempted it: after a miss (TRIED) start_rw
-	 * goes to the miss, after a short read or an error it tries again */
-	FSAIO__HINT_ENTERED = 1u << 4,
 };
 
 #endif /* FSAIO_REQ_H */

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "nocancel.h"
-#include "ctx.h"
+#include "counters.h"
 #include "req.h"
 #include "rw.h"
 
@@ -69,12 +69,12 @@ ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, in
 
 /* One blocking call made: by a worker (retries), or here, outside the pool
  * (blocking_inline). */
-static void count_call(struct fsaio_ctx *ctx, bool here)
+static void count_call(struct fsaio__counters *st, bool here)
 {
 	if (here)
-		FSAIO__INC(ctx, blocking_inline, 1);
+		FSAIO__COUNT(st, blocking_inline, 1);
 	else
-		FSAIO__INC(ctx, retries, 1);
+		FSAIO__COUNT(st, retries, 1);
 }
 
 /* A blocking loop over the remaining range, by a worker or (here) outside
@@ -83,7 +83,7 @@ static void count_call(struct fsaio_ctx *ctx, bool here)
  * is final (fsaio__short_is_final: a pipe, socket, tty...) a read completes
  * with what one call gave, as read(2) does; an O_NONBLOCK stream is waited
  * on with poll(2) rather than failed. */
-int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here)
+int64_t fsaio__rw_blocking(struct fsaio__counters *st, struct fsaio_req *r, bool here)
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
 	uint64_t total = fsaio__total(r);
@@ -93,7 +93,7 @@ int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here
 	while (r->done_ < total) {
 		ssize_t n = fsaio__rw_once(r, tmp, FSAIO__IOV_MAX, flags);
 
-		count_call(ctx, here);
+		count_call(st, here);
 		if (n == -EINTR)
 			continue;
 		if (n == -EAGAIN && stream) {
@@ -133,23 +133,23 @@ void fsaio__unbind(struct fsaio_req *r)
 	r->run_fd_ = (r->run_fd_ & FSAIO__RUN_HOW) | (uint32_t)r->fd;
 }
 
-static int64_t sync_retry(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here)
+static int64_t sync_retry(struct fsaio__counters *st, struct fsaio_req *r, bool here)
 {
 	int ret;
 
-	count_call(ctx, here);
+	count_call(st, here);
 	ret = r->opcode == FSAIO_OP_FSYNC ? fsync(fsaio__fd(r)) : fdatasync(fsaio__fd(r));
 	return ret < 0 ? -errno : 0;
 }
 
 /* FSAIO_OP_POLL on a worker: wait for the events with poll(2). */
-static int64_t poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here)
+static int64_t poll_blocking(struct fsaio__counters *st, struct fsaio_req *r, bool here)
 {
 	struct pollfd pfd = { fsaio__fd(r), (short)r->len, 0 };
 	int n;
 
 	do {
-		count_call(ctx, here);
+		count_call(st, here);
 		n = poll(&pfd, 1, -1);
 	} while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : (int64_t)(unsigned short)pfd.revents;
@@ -157,12 +157,12 @@ static int64_t poll_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool he
 
 /* Every method's retry on a worker: what reaches the pool is run there with
  * ordinary blocking calls, whatever the kind of file. */
-int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here)
+int64_t fsaio__retry_blocking(struct fsaio__counters *st, struct fsaio_req *r, bool here)
 {
 	if (r->opcode == FSAIO_OP_FSYNC || r->opcode == FSAIO_OP_FDSYNC)
-		return sync_retry(ctx, r, here);
+		return sync_retry(st, r, here);
 	if (r->opcode == FSAIO_OP_POLL)
-		return poll_blocking(ctx, r, here);
-	return fsaio__rw_blocking(ctx, r, here);
+		return poll_blocking(st, r, here);
+	return fsaio__rw_blocking(st, r, here);
 }
 

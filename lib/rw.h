@@ -5,6 +5,7 @@
 
 #include <sys/uio.h>
 
+#include "counters.h"
 #include "req.h"
 
 /* The iovecs of what remains after req->done_; returns the count,
@@ -16,10 +17,10 @@ ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, in
 /* Blocking: run the remainder to completion, EOF or error; returns the event
  * res. here: called outside the worker pool (counted as blocking_inline,
  * not as a worker's retries). */
-int64_t fsaio__rw_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here);
+int64_t fsaio__rw_blocking(struct fsaio__counters *st, struct fsaio_req *r, bool here);
 /* Whatever the kind of file, with ordinary blocking calls: fsync/fdatasync,
  * poll(2), or fsaio__rw_blocking. */
-int64_t fsaio__retry_blocking(struct fsaio_ctx *ctx, struct fsaio_req *r, bool here);
+int64_t fsaio__retry_blocking(struct fsaio__counters *st, struct fsaio_req *r, bool here);
 /* Bind r to its file before it leaves the submitter: 0, or -errno (no
  * descriptor left) and r is unchanged. Idempotent. */
 int fsaio__bind(struct fsaio_req *r);

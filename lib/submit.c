@@ -84,7 +84,7 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 			if (r->len > SSIZE_MAX)
 				return -EINVAL;
 			/* The kernel's AIO takes a NULL buffer and faults in the event. */
-			if (r->len && !r->buf && !(ctx->flags & FSAIO_CTX_KERNEL_RULES))
+			if (r->len && !r->buf && !(ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 				return -EFAULT;
 			total = r->len;
 		}
@@ -92,17 +92,17 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 			return -EINVAL;
 	}
 	r->total_ = total;
-	ret = fsaio__fd_get(ctx, r->fd, fi);
+	ret = fsaio__fd_get(fsaio__parts(ctx)->fdt, r->fd, fi);
 	if (ret)
 		return ret;
 	ret = fsaio__fd_fit(r, *fi);
-	if (!ret && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+	if (!ret && (ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 		ret = kernel_refuses(r, *fi);
 	/* The cached facts may belong to an fd number since reused: a refusal
 	 * is judged again on fresh ones. */
 	if (ret) {
-		ret = fsaio__fd_recheck(ctx, r, fi);
-		if (!ret && (ctx->flags & FSAIO_CTX_KERNEL_RULES))
+		ret = fsaio__fd_recheck(fsaio__parts(ctx)->fdt, r, fi);
+		if (!ret && (ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 			ret = kernel_refuses(r, *fi);
 	}
 	return ret;
@@ -122,7 +122,7 @@ static int dispatch(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 			return ret;
 		/* The file may be of another kind now. */
 		fsaio__batch_nocancel(b);
-		ret = fsaio__fd_recheck(ctx, r, &fi);
+		ret = fsaio__fd_recheck(fsaio__parts(ctx)->fdt, r, &fi);
 		if (ret)
 			return ret;
 		/* A number replaced again and again: give up as the kernel
@@ -152,8 +152,11 @@ static bool reserve(struct fsaio_ctx *ctx)
 
 /* cs: FSAIO__CS_LAZY when the caller's cancellation is still enabled and
  * is to be disabled only before a step that may reach a cancellation point
- * (nocancel.h), or any other value when the caller disabled it. */
-static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int cs)
+ * (nocancel.h), or any other value when the caller disabled it. flush:
+ * submit what went to the io_uring ring now; else the caller does, with
+ * fsaio__submit_end. */
+static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int cs,
+		       bool flush)
 {
 	struct fsaio__batch b;
 	int saved = errno, ret = 0;
@@ -178,12 +181,8 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		ret = validate(ctx, r, &fi);
 		if (!ret && !reserve(ctx))
 			ret = -EAGAIN;
-		if (ret) {
-			/* Refused: an attempt fsaio__submit_one made is not
-			 * this request's when its slot is used again. */
-			r->hints_ &= ~(uint64_t)(FSAIO__HINT_ENTERED | FSAIO__HINT_TRIED);
+		if (ret)
 			break;
-		}
 		r->ctx_ = ctx;
 		r->done_ = 0;
 		r->next_ = r->prev_ = NULL;
@@ -201,7 +200,8 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		}
 		FSAIO__INC(ctx, requests, 1);
 	}
-	fsaio__uring_flush(ctx);
+	if (flush)
+		fsaio__uring_flush(ctx);
 	if (cs == FSAIO__CS_LAZY && b.cs != FSAIO__CS_LAZY)
 		fsaio__nocancel_end(b.cs);
 	fsaio__batch_flush(ctx, &b);
@@ -211,43 +211,33 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 
 FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 {
-	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE));
+	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE, true));
 }
 
 int fsaio__submit_lazy(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 {
-	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY);
+	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY, true);
 }
 
 /*
- * The drop-in's way in for one request (dropin.h). A plain read that the
- * file method may attempt at once is attempted here, and a full one is
- * posted from here, without the batch and the dispatch that submit_body
- * takes it through: 1. Anything else, a miss included, is not taken (0):
- * the caller submits it with the rest of its call, so that one call's
- * misses reach the ring in one io_uring_enter; the attempt's outcome stays
- * in its hints and is not made again.
+ * The drop-in's way in for one request (dropin.h): submitted as by
+ * fsaio__submit_lazy, its inline attempt and all, except that what it
+ * sends to the ring waits for fsaio__submit_end, so that one io_submit's
+ * misses reach the ring in one io_uring_enter. 1 once accepted; 0 when
+ * refused, which the caller's batch then answers.
  */
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r)
 {
-	struct fsaio__fdinfo fi;
-	struct fsaio_event ev;
-	int saved = errno;
-	int64_t got = 0;
+	return submit_body(ctx, &r, 1, FSAIO__CS_LAZY, false) == 1;
+}
 
-	if (fsaio__ctx_ok(ctx) && r->opcode == FSAIO_OP_PREAD && !r->flags && !r->rw_flags &&
-	    r->len && !validate(ctx, r, &fi) && fi.kind == FSAIO__KIND_FILE &&
-	    !(fi.flags & FSAIO__FD_PATH)) {
-		r->done_ = 0;
-		got = fsaio__file_read_cached(ctx, r, fi);
-	}
+void fsaio__submit_end(fsaio_ctx_t *ctx)
+{
+	int saved = errno;
+
+	if (fsaio__ctx_ok(ctx))
+		fsaio__uring_flush(ctx);
 	errno = saved;
-	if (got <= 0)
-		return 0;
-	ev = (struct fsaio_event){ .user_data = r->user_data, .req = r, .res = got };
-	FSAIO__INC(ctx, requests, 1);
-	fsaio__post(ctx, &ev, 1);
-	return 1;
 }
 
 static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)

@@ -14,6 +14,7 @@
 int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer);
 void fsaio__uring_flush(struct fsaio_ctx *ctx);
 int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r);
+/* Whether the context can have a ring (none is made). */
 bool fsaio__uring_usable(struct fsaio_ctx *ctx);
 void fsaio__uring_stop(struct fsaio_ctx *ctx);      /* destroy: drain, join */
 void fsaio__uring_forget(struct fsaio_ctx *ctx);    /* forked child: free only */

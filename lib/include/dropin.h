@@ -57,9 +57,13 @@ void fsaio__uring_kick(fsaio_ctx_t *ctx);
 void fsaio__set_deliver(fsaio_ctx_t *ctx,
 			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n));
 
-/* A read the page cache holds, by the shortest way: attempted and its
- * event posted at once (1). 0: not taken (not such a read, or a miss):
- * submit it with fsaio__submit_lazy, in the batch of its call. */
+/* One request, as fsaio__submit_lazy submits it (its inline attempt, its
+ * event posted by the time it returns when that completed it): 1 once
+ * accepted. 0: refused: submit it with fsaio__submit_lazy, in the batch of
+ * its call, which answers its error. What it sent to the io_uring ring
+ * waits for fsaio__submit_end, which the caller makes once at the end of
+ * its call, so that one call's misses reach the ring in one system call. */
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r);
+void fsaio__submit_end(fsaio_ctx_t *ctx);
 
 #endif /* FSAIO_DROPIN_H */

@@ -82,10 +82,10 @@ static void give_back(struct shim_ctx *c, struct shim_slot **slots, unsigned n)
 }
 
 /* A read, prepared in slot s, when no request of its batch waits before
- * it: true when the page cache held it (its event is in the ring already);
- * false to submit it with the batch (not a read, a miss, or refused: the
- * batch's way answers for it), so the misses of one call reach the engine's
- * ring in one io_uring_enter. */
+ * it: true when the engine took it (a hit's event is in the ring already;
+ * a miss goes to the engine's ring at fsaio__submit_end, with the other
+ * misses of the call); false to submit it with the batch (not a read, or
+ * refused: the batch's way answers for it). */
 static bool submit_now(struct shim_ctx *c, struct shim_slot *s)
 {
 	return s->opcode == IOCB_CMD_PREAD && s->resfd < 0 &&
@@ -193,6 +193,8 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 		give_back(c, slots + off, have - off);
 		done += now + off;
 	}
+	/* The misses of the requests submit_now took, in one io_uring_enter. */
+	fsaio__submit_end(c->engine);
 	return done ? done : ret;
 }
 
