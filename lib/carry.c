@@ -67,7 +67,7 @@ static void handoff(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__ba
 	if (r->done_)
 		FSAIO__INC(ctx, partial_inline, 1);
 	/* No worker can be started at all: the submitter carries it. */
-	if (started ? fsaio__pool_queue_started(ctx, r) : fsaio__pool_queue(ctx, r))
+	if (started ? fsaio__pool_queue_started(&ctx->pool, r) : fsaio__pool_queue(&ctx->pool, r))
 		fsaio__run_here(ctx, r, b);
 }
 
@@ -161,7 +161,7 @@ void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	int err = fsaio__bind(r);
 
 	if (!err)
-		err = fsaio__pool_queue(ctx, r);
+		err = fsaio__pool_queue(&ctx->pool, r);
 	if (err)
 		fsaio__complete(ctx, r, fsaio__result(r, err), NULL);
 }
@@ -170,7 +170,7 @@ int fsaio__carry_pollable(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 {
 	int err = fsaio__bind(r);
 
-	if (!err && !(err = fsaio__pool_queue(ctx, r)))
+	if (!err && !(err = fsaio__pool_queue(&ctx->pool, r)))
 		return 0;
 	if (!r->done_) {
 		fsaio__unbind(r);

@@ -43,9 +43,24 @@ static void register_atfork(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 }
 
-/* The executors' work and reports (see struct fsaio__exec_ops). */
+/* The pool's work and reports: carry a request, complete it (arg: the ctx). */
+static int64_t pool_run(void *arg, struct fsaio_req *r)
+{
+	return fsaio__carry_run(arg, r);
+}
+
+static void pool_done(void *arg, struct fsaio_req *r, int64_t res)
+{
+	fsaio__complete(arg, r, res, NULL);
+}
+
+static const struct fsaio__pool_ops pool_ops = {
+	.run = pool_run,
+	.done = pool_done,
+};
+
+/* The poller's and the ring's work and reports (see struct fsaio__exec_ops). */
 static const struct fsaio__exec_ops exec_ops = {
-	.run = fsaio__carry_run,
 	.step = fsaio__pollable_step,
 	.done = fsaio__complete,
 	.punt = fsaio__carry_punt,
@@ -115,7 +130,8 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	ctx->cq.kick = fsaio__uring_kick;
 	fsaio__poller_init(&ctx->poller);
 	ret = fsaio__pool_init(&ctx->pool, p->workers ? p->workers :
-			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS));
+			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS),
+			       &pool_ops, ctx);
 	if (ret)
 		goto out_cq;
 	ret = fsaio__ra_init(ctx);
@@ -172,7 +188,7 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 	 * to the pool. */
 	fsaio__uring_stop(ctx);
 	fsaio__poller_stop(ctx);
-	fsaio__pool_stop(ctx);
+	fsaio__pool_stop(&ctx->pool);
 	fsaio__ra_fini(ctx);    /* after the workers that run its prefetch jobs */
 	fsaio__pool_fini(&ctx->pool);
 	fsaio__poller_fini(&ctx->poller);

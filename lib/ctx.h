@@ -27,14 +27,12 @@
 #define FSAIO__STEP_POOL (INT64_MIN + 1)        /* only a blocking call will do: a worker */
 
 /*
- * What the executors (pool.c, poller.c, uring.c) are given: the work they
+ * What the poller and the ring (poller.c, uring.c) are given: the work they
  * run and where they report, as a thread pool is given a job and a done
  * function. They know nothing of methods or of the completion queue; ctx.c
  * wires these once.
  */
 struct fsaio__exec_ops {
-	/* Pool: carry r's remainder to its end with blocking calls; the res. */
-	int64_t (*run)(struct fsaio_ctx *ctx, struct fsaio_req *r);
 	/* Poller: non-blocking progress on r: its res, FSAIO__STEP_AGAIN or
 	 * FSAIO__STEP_POOL. */
 	int64_t (*step)(struct fsaio_ctx *ctx, struct fsaio_req *r);

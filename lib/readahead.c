@@ -195,8 +195,9 @@ static bool do_readahead(struct fsaio_ctx *ctx, int fd, uint64_t off, uint64_t l
 
 /* ---- streams ---- */
 
-static void stream_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
+static void stream_job(void *arg, struct fsaio__job *j)
 {
+	struct fsaio_ctx *ctx = arg;
 	struct stream *s = (struct stream *)((char *)j - offsetof(struct stream, job));
 	uint64_t off, end, limit;
 	int fd;
@@ -251,7 +252,7 @@ static bool away(uint64_t next, uint64_t off, uint64_t len)
 	return off > next + len || off + SEQ_BACK * len < next;
 }
 
-static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j);
+static void up_job(void *arg, struct fsaio__job *j);
 
 /* The context's table, made by the first caller (ra_make, a CAS); NULL
  * when there is no memory for it. */
@@ -335,7 +336,7 @@ void fsaio__stream_enter(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsai
 	queue = top_up(s, r->fd);
 	pthread_mutex_unlock(&s->lock);
 	if (queue)
-		fsaio__pool_job(ctx, &s->job);
+		fsaio__pool_job(&ctx->pool, &s->job);
 }
 
 /* A stream read missed: start or widen the window, unless the kernel's own
@@ -372,7 +373,7 @@ void fsaio__stream_miss(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (queue)
-		fsaio__pool_job(ctx, &s->job);
+		fsaio__pool_job(&ctx->pool, &s->job);
 }
 
 /* Under s->lock: queue the part of the window not yet prefetched. */
@@ -416,8 +417,9 @@ void fsaio__stream_hit(struct fsaio_ctx *ctx, struct fsaio_req *r)
 
 /* ---- upfront ---- */
 
-static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
+static void up_job(void *arg, struct fsaio__job *j)
 {
+	struct fsaio_ctx *ctx = arg;
 	struct fsaio__ra *ra = ra_of(ctx);
 	struct up_range batch[UP_SLOTS];
 	unsigned n;
@@ -445,7 +447,7 @@ void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	bool queue = false;
 
 	if ((r->hints_ & FSAIO__HINT_KERNEL_RA) || fsaio__is_write(r) || !fsaio__is_rw(r) ||
-	    r->done_ >= total || fsaio__pool_busy(ctx) < ctx->pool.max || !(ra = ra_get(ctx)) ||
+	    r->done_ >= total || fsaio__pool_busy(&ctx->pool) < ctx->pool.max || !(ra = ra_get(ctx)) ||
 	    ra->off)
 		return;
 	pthread_mutex_lock(&ra->up_lock);
@@ -456,7 +458,7 @@ void fsaio__ra_upfront(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	}
 	pthread_mutex_unlock(&ra->up_lock);
 	if (queue)
-		fsaio__pool_job(ctx, &ra->up_job);
+		fsaio__pool_job(&ctx->pool, &ra->up_job);
 }
 
 bool fsaio__ra_start(struct fsaio_ctx *ctx, struct fsaio_req *r)
