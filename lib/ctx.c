@@ -59,9 +59,37 @@ static const struct fsaio__pool_ops pool_ops = {
 	.done = pool_done,
 };
 
-/* The poller's and the ring's work and reports (see struct fsaio__exec_ops). */
+/* The poller's work and reports: step a pollable request, complete or
+ * punt it (arg: the ctx). */
+static int64_t poller_step(void *arg, struct fsaio_req *r)
+{
+	return fsaio__pollable_step(arg, r);
+}
+
+static void exec_done(void *arg, struct fsaio_req *r, int64_t res, struct fsaio__batch *b)
+{
+	fsaio__complete(arg, r, res, b);
+}
+
+static void exec_flush(void *arg, struct fsaio__batch *b)
+{
+	fsaio__batch_flush(arg, b);
+}
+
+static void exec_punt(void *arg, struct fsaio_req *r)
+{
+	fsaio__carry_punt(arg, r);
+}
+
+static const struct fsaio__poller_ops poller_ops = {
+	.step = poller_step,
+	.done = exec_done,
+	.flush = exec_flush,
+	.punt = exec_punt,
+};
+
+/* The ring's reports (see struct fsaio__exec_ops). */
 static const struct fsaio__exec_ops exec_ops = {
-	.step = fsaio__pollable_step,
 	.done = fsaio__complete,
 	.punt = fsaio__carry_punt,
 };
@@ -128,7 +156,7 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	if (ret)
 		goto out_fdt;
 	ctx->cq.kick = fsaio__uring_kick;
-	fsaio__poller_init(&ctx->poller);
+	fsaio__poller_init(&ctx->poller, &poller_ops, ctx, &ctx->st);
 	ret = fsaio__pool_init(&ctx->pool, p->workers ? p->workers :
 			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS),
 			       &pool_ops, ctx);
@@ -187,7 +215,7 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 	/* The ring and the poller first: their threads may hand a remainder
 	 * to the pool. */
 	fsaio__uring_stop(ctx);
-	fsaio__poller_stop(ctx);
+	fsaio__poller_stop(&ctx->poller);
 	fsaio__pool_stop(&ctx->pool);
 	fsaio__ra_fini(ctx);    /* after the workers that run its prefetch jobs */
 	fsaio__pool_fini(&ctx->pool);

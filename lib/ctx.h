@@ -22,24 +22,16 @@
 #include "req.h"
 
 
-/* What the poller's step returns besides a res. */
-#define FSAIO__STEP_AGAIN INT64_MIN             /* would block: wait for readiness */
-#define FSAIO__STEP_POOL (INT64_MIN + 1)        /* only a blocking call will do: a worker */
-
 /*
- * What the poller and the ring (poller.c, uring.c) are given: the work they
- * run and where they report, as a thread pool is given a job and a done
- * function. They know nothing of methods or of the completion queue; ctx.c
- * wires these once.
+ * Where the ring (uring.c) reports, as a thread pool is given a done
+ * function; ctx.c wires it once. The pool and the poller are given their
+ * own ops (pool.h, poller.h).
  */
 struct fsaio__exec_ops {
-	/* Poller: non-blocking progress on r: its res, FSAIO__STEP_AGAIN or
-	 * FSAIO__STEP_POOL. */
-	int64_t (*step)(struct fsaio_ctx *ctx, struct fsaio_req *r);
 	/* r is finished with res (b: a batch the caller flushes, or NULL). */
 	void (*done)(struct fsaio_ctx *ctx, struct fsaio_req *r, int64_t res,
 		     struct fsaio__batch *b);
-	/* Ring, poller: only a blocking call will carry the rest of r. */
+	/* Only a blocking call will carry the rest of r. */
 	void (*punt)(struct fsaio_ctx *ctx, struct fsaio_req *r);
 };
 

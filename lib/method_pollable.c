@@ -182,7 +182,7 @@ static int start_poll(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 		fsaio__complete(ctx, r, (unsigned short)pfd.revents, b);
 		return 0;
 	}
-	ret = fsaio__poller_park(ctx, r);
+	ret = fsaio__poller_park(&ctx->poller, r);
 	if (ret == -EPERM) {
 		/* epoll refuses files whose readiness never changes: what
 		 * poll(2) says now is all there will ever be. */
@@ -249,7 +249,7 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 		return 0;
 	}
 	if (!(ctx->flags & FSAIO_CTX_NO_INLINE) &&
-	    (!fsaio__poller_queued(ctx, r) || nonblocking(ctx, r))) {
+	    (!fsaio__poller_queued(&ctx->poller, r) || nonblocking(ctx, r))) {
 		res = step(ctx, r, false, tmp, INLINE_IOV);
 		FSAIO__INC(ctx, bytes_inline, r->done_);
 		if (res != FSAIO__STEP_AGAIN && res != FSAIO__STEP_POOL) {
@@ -266,12 +266,17 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 		FSAIO__INC(ctx, partial_inline, 1);
 	/* Once parked, r may complete and be reused at any moment: not a
 	 * field of it is touched after a successful park. */
-	if (res != FSAIO__STEP_POOL && fsaio__poller_park(ctx, r) == 0)
+	if (res != FSAIO__STEP_POOL && fsaio__poller_park(&ctx->poller, r) == 0)
 		return 0;
 	return fsaio__carry_pollable(ctx, r, b);
 }
 
+static int pollable_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	return fsaio__poller_cancel(&ctx->poller, r);
+}
+
 const struct fsaio__method fsaio__method_pollable = {
 	.start = pollable_start,
-	.cancel = fsaio__poller_cancel,
+	.cancel = pollable_cancel,
 };
