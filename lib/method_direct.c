@@ -52,7 +52,7 @@ static int direct_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio
 		return 0;
 	}
 	r->hints_ = 0;
-	if (fsaio__uring_queue(ctx, r, true) == 0)
+	if (ctx->backend != FSAIO_BACKEND_THREADS && fsaio__uring_queue(ctx, r, true) == 0)
 		return 0;
 	fsaio__handoff(ctx, r, b);
 	return 0;

@@ -29,7 +29,8 @@
  * Who carries a buffered miss: miss_backend (FSAIO_BACKEND) THREADS the
  * pool, URING the ring, AUTO reads under 16 KiB or over 64 KiB up to 1 MiB to the
  * ring, the rest to the pool (carry.c).
- * O_DIRECT goes to the ring unless the backend is THREADS. The measurements
+ * O_DIRECT goes to the ring unless the backend is THREADS (method_direct.c).
+ * The ring does not check the backend: its callers choose. The measurements
  * behind these choices are in docs/design-notes.md.
  */
 #include <errno.h>
@@ -420,11 +421,8 @@ void fsaio__uring_flush(struct fsaio_ctx *ctx)
 
 int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer)
 {
-	struct fsaio__uring *u;
+	struct fsaio__uring *u = fsaio__ring_get(ctx);
 
-	if (ctx->backend == FSAIO_BACKEND_THREADS)
-		return -EOPNOTSUPP;
-	u = fsaio__ring_get(ctx);
 	if (!u)
 		return -EOPNOTSUPP;
 	r->hints_ &= ~(uint64_t)FSAIO__HINT_EFAULT_RETRY;

@@ -165,7 +165,7 @@ bool fsaio__uring_usable(struct fsaio_ctx *ctx)
 {
 	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
 
-	if (ctx->backend == FSAIO_BACKEND_THREADS || u == URING_UNAVAILABLE)
+	if (u == URING_UNAVAILABLE)
 		return false;
 	return atomic_load_explicit(&uring_sys, memory_order_relaxed) >= 0;
 }
