@@ -175,7 +175,8 @@ static void to_pool(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__ba
 	if (r->done_)
 		FSAIO__INC(ctx, partial_inline, 1);
 	/* No worker can be started at all: the submitter carries it. */
-	if (started ? fsaio__pool_queue_started(ctx, r) : fsaio__pool_queue(ctx, r))
+	if (started ? fsaio__pool_queue_started(fsaio__parts(ctx)->pool, r) :
+		    fsaio__pool_queue(fsaio__parts(ctx)->pool, r))
 		run_here(ctx, r, b);
 }
 
@@ -223,7 +224,7 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 		case POLLER:
 			/* Once parked, r may complete and be reused at any moment:
 			 * not a field of it is touched after a successful park. */
-			err = fsaio__poller_park(ctx, r);
+			err = fsaio__poller_park(fsaio__parts(ctx)->poller, r);
 			if (!err)
 				return 0;
 			if (err == -EPERM && r->opcode == FSAIO_OP_POLL)
@@ -239,7 +240,7 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 			return 0;
 		case POOL_OR_REFUSE:
 			err = fsaio__bind(r);
-			if (!err && !(err = fsaio__pool_queue(ctx, r)))
+			if (!err && !(err = fsaio__pool_queue(fsaio__parts(ctx)->pool, r)))
 				return 0;
 			if (!r->done_) {
 				fsaio__unbind(r);
@@ -250,7 +251,7 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 		case POOL_OR_FAIL:
 			err = fsaio__bind(r);
 			if (!err)
-				err = fsaio__pool_queue(ctx, r);
+				err = fsaio__pool_queue(fsaio__parts(ctx)->pool, r);
 			if (err)
 				fsaio__complete(ctx, r, fsaio__result(r, err), NULL);
 			return 0;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 struct fsaio__counters {
-	_Atomic uint64_t requests, completed_inline, partial_inline, queued, retries;
+	_Atomic uint64_t requests, completed_inline, partial_inline, retries;
 	_Atomic uint64_t bytes_inline, bytes_worker, probe_calls, probe_cold, cancelled;
 	/* readahead.c, uring.c */
 	_Atomic uint64_t ra_calls, ra_bytes, stream_hits, uring_sqes, bytes_uring;

@@ -44,10 +44,53 @@ static void register_atfork(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 }
 
-/* The executors' work and reports (see struct fsaio__exec_ops). */
+/* The pool's work and reports: carry a request, complete it (arg: the ctx). */
+static int64_t pool_run(void *arg, struct fsaio_req *r)
+{
+	return fsaio__carry_run(arg, r);
+}
+
+static void pool_done(void *arg, struct fsaio_req *r, int64_t res)
+{
+	fsaio__complete(arg, r, res, NULL);
+}
+
+static const struct fsaio__pool_ops pool_ops = {
+	.run = pool_run,
+	.done = pool_done,
+};
+
+/* The poller's work and reports: step a pollable request, complete or
+ * punt it (arg: the ctx). */
+static int64_t poller_step(void *arg, struct fsaio_req *r)
+{
+	return fsaio__pollable_step(arg, r);
+}
+
+static void exec_done(void *arg, struct fsaio_req *r, int64_t res, struct fsaio__batch *b)
+{
+	fsaio__complete(arg, r, res, b);
+}
+
+static void exec_flush(void *arg, struct fsaio__batch *b)
+{
+	fsaio__batch_flush(arg, b);
+}
+
+static void exec_punt(void *arg, struct fsaio_req *r)
+{
+	fsaio__carry_punt(arg, r);
+}
+
+static const struct fsaio__poller_ops poller_ops = {
+	.step = poller_step,
+	.done = exec_done,
+	.flush = exec_flush,
+	.punt = exec_punt,
+};
+
+/* The ring's reports (see struct fsaio__exec_ops). */
 static const struct fsaio__exec_ops exec_ops = {
-	.run = fsaio__carry_run,
-	.step = fsaio__pollable_step,
 	.done = fsaio__complete,
 	.punt = fsaio__carry_punt,
 };
@@ -55,14 +98,16 @@ static const struct fsaio__exec_ops exec_ops = {
 /* The readahead's hooks to the pool (struct fsaio__readahead). */
 static void ra_queue_job(void *arg, struct fsaio__job *job)
 {
-	fsaio__pool_job(arg, job);
+	struct fsaio_ctx *ctx = arg;
+
+	fsaio__pool_job(&ctx->pool, job);
 }
 
 static bool ra_pool_full(void *arg)
 {
 	struct fsaio_ctx *ctx = arg;
 
-	return fsaio__pool_busy(ctx) >= ctx->pool.max;
+	return fsaio__pool_busy(&ctx->pool) >= ctx->pool.max;
 }
 
 _Static_assert(offsetof(struct fsaio_ctx, parts) == 0, "fsaio__parts(ctx) casts ctx");
@@ -121,6 +166,7 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	ctx->parts.fdt = &ctx->fdt;
 	ctx->parts.ra = &ctx->ra;
 	ctx->parts.poller = &ctx->poller;
+	ctx->parts.pool = &ctx->pool;
 	ctx->ops = &exec_ops;
 	ctx->depth = p->queue_depth ? p->queue_depth : DEFAULT_DEPTH;
 	ctx->complete_cb = p->complete;
@@ -133,9 +179,10 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	if (ret)
 		goto out_fdt;
 	ctx->cq.kick = fsaio__uring_kick;
-	fsaio__poller_init(&ctx->poller);
+	fsaio__poller_init(&ctx->poller, &poller_ops, ctx, &ctx->st);
 	ret = fsaio__pool_init(&ctx->pool, p->workers ? p->workers :
-			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS));
+			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS),
+			       &pool_ops, ctx);
 	if (ret)
 		goto out_cq;
 	fsaio__ra_init(&ctx->ra, p->flags & FSAIO_CTX_NO_READAHEAD, &ctx->st, ra_queue_job,
@@ -188,8 +235,8 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 	/* The ring and the poller first: their threads may hand a remainder
 	 * to the pool. */
 	fsaio__uring_stop(ctx);
-	fsaio__poller_stop(ctx);
-	fsaio__pool_stop(ctx);
+	fsaio__poller_stop(&ctx->poller);
+	fsaio__pool_stop(&ctx->pool);
 	fsaio__ra_fini(&ctx->ra);    /* after the workers that run its prefetch jobs */
 	fsaio__pool_fini(&ctx->pool);
 	fsaio__poller_fini(&ctx->poller);

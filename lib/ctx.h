@@ -26,21 +26,15 @@
 
 
 /*
- * What the executors (pool.c, poller.c, uring.c) are given: the work they
- * run and where they report, as a thread pool is given a job and a done
- * function. They know nothing of methods or of the completion queue; ctx.c
- * wires these once.
+ * Where the ring (uring.c) reports, as a thread pool is given a done
+ * function; ctx.c wires it once. The pool and the poller are given their
+ * own ops (pool.h, poller.h).
  */
 struct fsaio__exec_ops {
-	/* Pool: carry r's remainder to its end with blocking calls; the res. */
-	int64_t (*run)(struct fsaio_ctx *ctx, struct fsaio_req *r);
-	/* Poller: non-blocking progress on r: its res, FSAIO__STEP_AGAIN or
-	 * FSAIO__STEP_POOL. */
-	int64_t (*step)(struct fsaio_ctx *ctx, struct fsaio_req *r);
 	/* r is finished with res (b: a batch the caller flushes, or NULL). */
 	void (*done)(struct fsaio_ctx *ctx, struct fsaio_req *r, int64_t res,
 		     struct fsaio__batch *b);
-	/* Ring, poller: only a blocking call will carry the rest of r. */
+	/* Only a blocking call will carry the rest of r. */
 	void (*punt)(struct fsaio_ctx *ctx, struct fsaio_req *r);
 };
 

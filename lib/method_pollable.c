@@ -248,7 +248,7 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 		return 0;
 	}
 	if (!(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE) &&
-	    (!fsaio__poller_queued(ctx, r) || nonblocking(ctx, r))) {
+	    (!fsaio__poller_queued(fsaio__parts(ctx)->poller, r) || nonblocking(ctx, r))) {
 		res = step(ctx, r, false, tmp, INLINE_IOV);
 		FSAIO__INC(ctx, bytes_inline, r->done_);
 		if (res != FSAIO__STEP_AGAIN && res != FSAIO__STEP_POOL) {
@@ -267,7 +267,12 @@ static int pollable_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsa
 			    FSAIO__WHY_POLLABLE);
 }
 
+static int pollable_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	return fsaio__poller_cancel(fsaio__parts(ctx)->poller, r);
+}
+
 const struct fsaio__method fsaio__method_pollable = {
 	.start = pollable_start,
-	.cancel = fsaio__poller_cancel,
+	.cancel = pollable_cancel,
 };

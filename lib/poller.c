@@ -10,9 +10,9 @@
  * req->next_/prev_: reads, writes and POLL ops, registered EPOLLONESHOT for
  * the union of what they wait for. When it fires, the thread answers the
  * POLL ops with one poll(.., 0), retries the heads of the read and write
- * lists with the step it was given (exec_ops.step) until one would block,
+ * lists with the step it was given (ops->step) until one would block,
  * and arms the file again for what is left. It never makes a blocking
- * call: a request that needs one is punted to a worker (exec_ops.punt).
+ * call: a request that needs one is punted to a worker (ops->punt).
  *
  * Lock: poller.lock guards the tables, the lists, armed/registered and a
  * parked request's state (WAITING <-> RUNNING, off a list). A leaf:
@@ -39,8 +39,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "cq.h"
-#include "ctx.h"
+#include "counters.h"
 #include "list.h"
 #include "poller.h"
 #include "req.h"
@@ -74,8 +73,13 @@ static uint32_t to_epoll(unsigned short pev)
 	return e;
 }
 
-void fsaio__poller_init(struct fsaio__poller *pl)
+void fsaio__poller_init(struct fsaio__poller *pl, const struct fsaio__poller_ops *ops,
+			void *arg, struct fsaio__counters *st)
 {
+	memset(pl, 0, sizeof(*pl));
+	pl->ops = ops;
+	pl->arg = arg;
+	pl->st = st;
 	pthread_mutex_init(&pl->lock, NULL);
 	pl->epfd = pl->wakefd = -1;
 	pl->spl[0] = pl->spl[1] = -1;
@@ -145,7 +149,7 @@ static int arm(struct fsaio__poller *pl, struct fsaio__pfd *p, int fd)
 
 /* Complete the chain's requests with the result each holds in exec_,
  * hand the pool chain to the workers; poller.lock not held. */
-static void finish(struct fsaio_ctx *ctx, struct fsaio_req *done, struct fsaio_req *pool,
+static void finish(struct fsaio__poller *pl, struct fsaio_req *done, struct fsaio_req *pool,
 		   struct fsaio__batch *b)
 {
 	struct fsaio_req *r;
@@ -153,12 +157,12 @@ static void finish(struct fsaio_ctx *ctx, struct fsaio_req *done, struct fsaio_r
 	while ((r = done)) {
 		done = r->next_;
 		r->next_ = NULL;
-		ctx->ops->done(ctx, r, (int64_t)r->exec_, b);
+		pl->ops->done(pl->arg, r, (int64_t)r->exec_, b);
 	}
 	while ((r = pool)) {
 		pool = r->next_;
 		r->next_ = NULL;
-		ctx->ops->punt(ctx, r);
+		pl->ops->punt(pl->arg, r);
 	}
 }
 
@@ -187,9 +191,8 @@ static void answer_polls(struct fsaio__pfd *p, int fd, struct chain *done)
 }
 
 /* fd fired: retry its heads, answer its POLL ops, arm it again. */
-static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
+static void handle(struct fsaio__poller *pl, int fd, struct fsaio__batch *b)
 {
-	struct fsaio__poller *pl = &ctx->poller;
 	struct chain done = { NULL, &done.head }, pool = { NULL, &pool.head };
 	struct fsaio__pfd *p;
 	struct fsaio_req *r;
@@ -215,8 +218,8 @@ static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
 			 * while the lock is dropped for the call. */
 			fsaio__state_set(r, FSAIO__RUNNING);
 			pthread_mutex_unlock(&pl->lock);
-			res = ctx->ops->step(ctx, r);
-			FSAIO__INC(ctx, bytes_worker, r->done_ - before);
+			res = pl->ops->step(pl->arg, r);
+			FSAIO__COUNT(pl->st, bytes_worker, r->done_ - before);
 			pthread_mutex_lock(&pl->lock);
 			if (res == FSAIO__STEP_AGAIN) {
 				fsaio__state_set(r, FSAIO__WAITING);
@@ -252,14 +255,14 @@ static void handle(struct fsaio_ctx *ctx, int fd, struct fsaio__batch *b)
 	if (fsaio__pfd_idle(p))
 		dropped = fsaio__pfd_drop(pl, p);
 	pthread_mutex_unlock(&pl->lock);
-	finish(ctx, done.head, pool.head, b);
+	finish(pl, done.head, pool.head, b);
 	if (dropped >= 0)
 		close(dropped);
 }
 
 static void *poller_main(void *arg)
 {
-	struct fsaio_ctx *ctx = arg;
+	struct fsaio__poller *pl = arg;
 	struct epoll_event evs[EVENTS_PER_WAIT];
 	struct fsaio__batch b;
 	bool stop = false;
@@ -267,17 +270,17 @@ static void *poller_main(void *arg)
 	b.n = 0;
 	while (!stop) {
 		/* epfd is immutable while the thread lives. */
-		int n = epoll_wait(ctx->poller.epfd, evs, EVENTS_PER_WAIT, -1);
+		int n = epoll_wait(pl->epfd, evs, EVENTS_PER_WAIT, -1);
 
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u64 == WAKE_KEY)
 				stop = true;    /* only stop writes the eventfd */
 			else
-				handle(ctx, (int)evs[i].data.u64, &b);
+				handle(pl, (int)evs[i].data.u64, &b);
 		}
 		/* The completions of one round are posted together: one
 		 * wake-up of the reaper for many fds. */
-		fsaio__batch_flush(ctx, &b);
+		pl->ops->flush(pl->arg, &b);
 	}
 	return NULL;
 }
@@ -294,9 +297,8 @@ static void close_fds(struct fsaio__poller *pl)
 }
 
 /* Under poller.lock: the epoll set, the stop eventfd and the thread. */
-static int start_thread(struct fsaio_ctx *ctx)
+static int start_thread(struct fsaio__poller *pl)
 {
-	struct fsaio__poller *pl = &ctx->poller;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_KEY };
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -317,7 +319,7 @@ static int start_thread(struct fsaio_ctx *ctx)
 	 * instead of killing the process; the call reports -EPIPE. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&pl->thread, &attr, poller_main, ctx);
+	ret = pthread_create(&pl->thread, &attr, poller_main, pl);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (ret) {
@@ -334,9 +336,8 @@ fail_errno:
 	return ret;
 }
 
-int fsaio__poller_park(struct fsaio_ctx *ctx, struct fsaio_req *r)
+int fsaio__poller_park(struct fsaio__poller *pl, struct fsaio_req *r)
 {
-	struct fsaio__poller *pl = &ctx->poller;
 	struct fsaio__pfd *p = NULL;
 	int d = dir_of(r), ret = 0, dropped = -1;
 
@@ -344,7 +345,7 @@ int fsaio__poller_park(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	if (pl->stopping)
 		ret = -ESHUTDOWN;
 	else if (!pl->started)
-		ret = start_thread(ctx);
+		ret = start_thread(pl);
 	if (!ret)
 		p = fsaio__pfd_for(pl, r, &ret);
 	if (p) {
@@ -368,9 +369,8 @@ int fsaio__poller_park(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	return ret;
 }
 
-bool fsaio__poller_queued(struct fsaio_ctx *ctx, const struct fsaio_req *r)
+bool fsaio__poller_queued(struct fsaio__poller *pl, const struct fsaio_req *r)
 {
-	struct fsaio__poller *pl = &ctx->poller;
 	struct fsaio__pfd *p;
 	bool queued;
 
@@ -384,9 +384,8 @@ bool fsaio__poller_queued(struct fsaio_ctx *ctx, const struct fsaio_req *r)
 	return queued;
 }
 
-int fsaio__poller_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
+int fsaio__poller_cancel(struct fsaio__poller *pl, struct fsaio_req *r)
 {
-	struct fsaio__poller *pl = &ctx->poller;
 	struct fsaio__pfd *p;
 	int ret = -EBUSY, dropped = -1;
 
@@ -402,15 +401,14 @@ int fsaio__poller_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	 * wake-up. */
 	pthread_mutex_unlock(&pl->lock);
 	if (!ret)
-		ctx->ops->done(ctx, r, -ECANCELED, NULL);
+		pl->ops->done(pl->arg, r, -ECANCELED, NULL);
 	if (dropped >= 0)
 		close(dropped);
 	return ret;
 }
 
-void fsaio__poller_stop(struct fsaio_ctx *ctx)
+void fsaio__poller_stop(struct fsaio__poller *pl)
 {
-	struct fsaio__poller *pl = &ctx->poller;
 	struct chain all = { NULL, &all.head };
 	struct fsaio_req *r;
 	bool started;
@@ -444,7 +442,7 @@ void fsaio__poller_stop(struct fsaio_ctx *ctx)
 	while ((r = all.head)) {
 		all.head = r->next_;
 		r->next_ = NULL;
-		ctx->ops->done(ctx, r, -ECANCELED, NULL);
+		pl->ops->done(pl->arg, r, -ECANCELED, NULL);
 	}
 }
 

@@ -6,7 +6,6 @@
 #ifndef FSAIO_POLLER_TABLE_H
 #define FSAIO_POLLER_TABLE_H
 
-#include "ctx.h"
 #include "poller.h"
 #include "req.h"
 

@@ -35,10 +35,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "ctx.h"
 #include "list.h"
 #include "pool.h"
 #include "req.h"
@@ -62,10 +62,14 @@ static unsigned waiters(unsigned max)
 	return n < max ? n : max;
 }
 
-int fsaio__pool_init(struct fsaio__pool *p, unsigned max)
+int fsaio__pool_init(struct fsaio__pool *p, unsigned max,
+		     const struct fsaio__pool_ops *ops, void *arg)
 {
 	pthread_condattr_t ca;
 
+	memset(p, 0, sizeof(*p));
+	p->ops = ops;
+	p->arg = arg;
 	p->workers = calloc(max, sizeof(*p->workers));
 	if (!p->workers)
 		return -ENOMEM;
@@ -131,8 +135,7 @@ static bool idle_wait(struct fsaio__pool *p)
 static void *worker(void *arg)
 {
 	struct fsaio__worker *w = arg;
-	struct fsaio_ctx *ctx = w->ctx;
-	struct fsaio__pool *p = &ctx->pool;
+	struct fsaio__pool *p = w->pool;
 	struct fsaio_req *r;
 
 	pthread_mutex_lock(&p->lock);
@@ -157,7 +160,7 @@ static void *worker(void *arg)
 			j->next = NULL;
 			j->queued = false;
 			pthread_mutex_unlock(&p->lock);
-			j->fn(ctx, j);
+			j->fn(p->arg, j);
 			pthread_mutex_lock(&p->lock);
 			continue;
 		}
@@ -170,7 +173,7 @@ static void *worker(void *arg)
 		p->running++;
 		p->waiting += started;
 		pthread_mutex_unlock(&p->lock);
-		ctx->ops->done(ctx, r, ctx->ops->run(ctx, r), NULL);
+		p->ops->done(p->arg, r, p->ops->run(p->arg, r));
 		pthread_mutex_lock(&p->lock);
 		p->running--;
 		p->waiting -= started;
@@ -181,9 +184,8 @@ static void *worker(void *arg)
 
 /* Called with pool.lock held. A failure to start a thread is not fatal while
  * another worker exists: the request waits for it. */
-static int spawn(struct fsaio_ctx *ctx)
+static int spawn(struct fsaio__pool *p)
 {
-	struct fsaio__pool *p = &ctx->pool;
 	struct fsaio__worker *w = NULL;
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -195,7 +197,7 @@ static int spawn(struct fsaio_ctx *ctx)
 			w = &p->workers[i];
 	if (!w)
 		return -EAGAIN;
-	w->ctx = ctx;
+	w->pool = p;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, WORKER_STACK);
 	sigfillset(&all);
@@ -215,9 +217,8 @@ static int spawn(struct fsaio_ctx *ctx)
 
 /* Hand a request to the pool: 0. It cannot fail once a worker exists; when
  * none can be started at all, -errno and r is the caller's still. */
-static int queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool started)
+static int queue(struct fsaio__pool *p, struct fsaio_req *r, bool started)
 {
-	struct fsaio__pool *p = &ctx->pool;
 	int err = 0;
 
 	pthread_mutex_lock(&p->lock);
@@ -234,7 +235,7 @@ static int queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool started)
 		p->signalled++;
 		pthread_cond_signal(&p->work);
 	} else if (p->nthreads < p->max) {
-		err = spawn(ctx);
+		err = spawn(p);
 		if (err && p->nthreads)
 			err = 0;
 		if (err) {
@@ -242,25 +243,24 @@ static int queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool started)
 			fsaio__state_set(r, FSAIO__INLINE);
 		}
 	}
-	pthread_mutex_unlock(&p->lock);
 	if (!err)
-		FSAIO__INC(ctx, queued, 1);
+		p->accepted++;
+	pthread_mutex_unlock(&p->lock);
 	return err;
 }
 
-int fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *r)
+int fsaio__pool_queue(struct fsaio__pool *p, struct fsaio_req *r)
 {
-	return queue(ctx, r, false);
+	return queue(p, r, false);
 }
 
-int fsaio__pool_queue_started(struct fsaio_ctx *ctx, struct fsaio_req *r)
+int fsaio__pool_queue_started(struct fsaio__pool *p, struct fsaio_req *r)
 {
-	return queue(ctx, r, true);
+	return queue(p, r, true);
 }
 
-void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
+void fsaio__pool_job(struct fsaio__pool *p, struct fsaio__job *j)
 {
-	struct fsaio__pool *p = &ctx->pool;
 
 	pthread_mutex_lock(&p->lock);
 	if (!j->queued && !p->stopping) {
@@ -277,15 +277,14 @@ void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
 			p->signalled++;
 			pthread_cond_signal(&p->work);
 		} else if (p->nthreads < p->max) {
-			(void)spawn(ctx);
+			(void)spawn(p);
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
 }
 
-int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
+int fsaio__pool_cancel(struct fsaio__pool *p, struct fsaio_req *r)
 {
-	struct fsaio__pool *p = &ctx->pool;
 	int ret = -EBUSY;
 
 	pthread_mutex_lock(&p->lock);
@@ -296,13 +295,12 @@ int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!ret)
-		ctx->ops->done(ctx, r, -ECANCELED, NULL);
+		p->ops->done(p->arg, r, -ECANCELED);
 	return ret;
 }
 
-void fsaio__pool_stop(struct fsaio_ctx *ctx)
+void fsaio__pool_stop(struct fsaio__pool *p)
 {
-	struct fsaio__pool *p = &ctx->pool;
 	struct fsaio_req *list, *r;
 
 	pthread_mutex_lock(&p->lock);
@@ -327,7 +325,7 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 	while ((r = list)) {
 		list = r->next_;
 		r->next_ = r->prev_ = NULL;
-		ctx->ops->done(ctx, r, -ECANCELED, NULL);
+		p->ops->done(p->arg, r, -ECANCELED);
 	}
 	/* Join the live workers; they leave once they finish what they run
 	 * (with stopping set, none retires). A pass that joined one looks
@@ -352,9 +350,8 @@ void fsaio__pool_stop(struct fsaio_ctx *ctx)
 	}
 }
 
-unsigned fsaio__pool_busy(struct fsaio_ctx *ctx)
+unsigned fsaio__pool_busy(struct fsaio__pool *p)
 {
-	struct fsaio__pool *p = &ctx->pool;
 	unsigned n;
 
 	pthread_mutex_lock(&p->lock);
@@ -363,14 +360,14 @@ unsigned fsaio__pool_busy(struct fsaio_ctx *ctx)
 	return n;
 }
 
-unsigned fsaio__pool_snapshot(struct fsaio_ctx *ctx, unsigned *threads)
+unsigned fsaio__pool_snapshot(struct fsaio__pool *p, unsigned *threads, uint64_t *accepted)
 {
-	struct fsaio__pool *p = &ctx->pool;
 	unsigned q;
 
 	pthread_mutex_lock(&p->lock);
 	q = p->queued;
 	*threads = p->nthreads;
+	*accepted = p->accepted;
 	pthread_mutex_unlock(&p->lock);
 	return q;
 }

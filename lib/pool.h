@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* The worker pool (pool.c). */
+/*
+ * The worker pool (pool.c): it runs requests it is given with ops->run on a
+ * worker and reports each exactly once through ops->done, both called with
+ * the private arg of init. It knows nothing else of its owner.
+ */
 #ifndef FSAIO_POOL_H
 #define FSAIO_POOL_H
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "req.h"
 
@@ -13,24 +18,35 @@
  * queued are under pool.lock. Workers run jobs before requests. */
 struct fsaio__job {
 	struct fsaio__job *next;
-	void (*fn)(struct fsaio_ctx *ctx, struct fsaio__job *job);
+	void (*fn)(void *arg, struct fsaio__job *job); /* arg: the pool's */
 	bool queued;
+};
+
+/* What a pool is given: the work it runs and where it reports. */
+struct fsaio__pool_ops {
+	/* Carry r to its end with blocking calls on a worker: its res. */
+	int64_t (*run)(void *arg, struct fsaio_req *r);
+	/* r is finished with res (-ECANCELED: cancelled or stopped unrun). */
+	void (*done)(void *arg, struct fsaio_req *r, int64_t res);
 };
 
 /* One worker thread's place; [max] of them, reused once a worker retires. */
 struct fsaio__worker {
-	struct fsaio_ctx *ctx;  /* pool.lock, set before the thread starts */
+	struct fsaio__pool *pool; /* pool.lock, set before the thread starts */
 	pthread_t tid;          /* pool.lock; valid while live */
 	bool live;              /* pool.lock: a joinable thread runs here */
 };
 
 struct fsaio__pool {
+	const struct fsaio__pool_ops *ops; /* immutable after init */
+	void *arg;              /* immutable after init: ops' and jobs' first argument */
 	pthread_mutex_t lock;
 	struct fsaio__job *jobs, *jobs_tail; /* lock: FIFO of side jobs */
 	pthread_cond_t work;    /* idle workers wait here (monotonic clock) */
 	struct fsaio_req *head; /* lock: FIFO through req->next_/prev_ */
 	struct fsaio_req *tail; /* lock */
 	unsigned queued;        /* lock */
+	uint64_t accepted;      /* lock: requests ever queued (stats' queued) */
 	unsigned nthreads;      /* lock: threads live (started, not retired) */
 	unsigned idle;          /* lock: threads waiting on work */
 	unsigned signalled;     /* lock: wake-ups sent and not yet taken */
@@ -43,20 +59,22 @@ struct fsaio__pool {
 	struct fsaio__worker *workers; /* [max] */
 };
 
-int fsaio__pool_init(struct fsaio__pool *p, unsigned max);
-int fsaio__pool_queue(struct fsaio_ctx *ctx, struct fsaio_req *req);
+int fsaio__pool_init(struct fsaio__pool *p, unsigned max,
+		     const struct fsaio__pool_ops *ops, void *arg);
+int fsaio__pool_queue(struct fsaio__pool *p, struct fsaio_req *req);
 /* The same for a read whose disk reads are started already: a worker only
  * waits for them, so no more than pool.waiters are woken or started for
  * such requests; the FIFO order is kept, the oldest is finished first. */
-int fsaio__pool_queue_started(struct fsaio_ctx *ctx, struct fsaio_req *req);
+int fsaio__pool_queue_started(struct fsaio__pool *p, struct fsaio_req *req);
 /* Queue a side job unless it is queued already; dropped by pool_stop. */
-void fsaio__pool_job(struct fsaio_ctx *ctx, struct fsaio__job *job);
-int fsaio__pool_cancel(struct fsaio_ctx *ctx, struct fsaio_req *req);
-void fsaio__pool_stop(struct fsaio_ctx *ctx);
+void fsaio__pool_job(struct fsaio__pool *p, struct fsaio__job *job);
+int fsaio__pool_cancel(struct fsaio__pool *p, struct fsaio_req *req);
+void fsaio__pool_stop(struct fsaio__pool *p);
 void fsaio__pool_fini(struct fsaio__pool *p);
 void fsaio__pool_forget(struct fsaio__pool *p);     /* forked child: free only */
-unsigned fsaio__pool_snapshot(struct fsaio_ctx *ctx, unsigned *threads);
+/* Its queue's length now; its live threads and the requests it ever took. */
+unsigned fsaio__pool_snapshot(struct fsaio__pool *p, unsigned *threads, uint64_t *accepted);
 /* Requests the pool runs or holds now, when no worker is idle; else 0. */
-unsigned fsaio__pool_busy(struct fsaio_ctx *ctx);
+unsigned fsaio__pool_busy(struct fsaio__pool *p);
 
 #endif /* FSAIO_POOL_H */

@@ -196,7 +196,8 @@ static bool do_readahead(struct fsaio__counters *st, int fd, uint64_t off, uint6
 
 /* ---- streams ---- */
 
-static void stream_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
+/* arg: the pool's (unused: a job finds its stream from j). */
+static void stream_job(void *arg, struct fsaio__job *j)
 {
 	struct stream *s = (struct stream *)((char *)j - offsetof(struct stream, job));
 	uint64_t off, end, limit;
@@ -214,7 +215,7 @@ static void stream_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
 	 * ahead (most of the range in the cache or under I/O), leave it
 	 * alone: readahead(2) sets no PG_readahead marks, so taking over
 	 * would stop the kernel's asynchronous pipeline. */
-	(void)ctx;
+	(void)arg;
 	if (end > off && fsaio__probe(s->owner->st, fd, off, end - off) != FSAIO__RES_HOT)
 		do_readahead(s->owner->st, fd, off, end - off, limit);
 }
@@ -253,7 +254,7 @@ static bool away(uint64_t next, uint64_t off, uint64_t len)
 	return off > next + len || off + SEQ_BACK * len < next;
 }
 
-static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j);
+static void up_job(void *arg, struct fsaio__job *j);
 
 /* The context's table, made by the first caller (ra_make, a CAS); NULL
  * when there is no memory for it. */
@@ -421,13 +422,13 @@ void fsaio__stream_hit(struct fsaio__readahead *owner, struct fsaio_req *r)
 
 /* ---- upfront ---- */
 
-static void up_job(struct fsaio_ctx *ctx, struct fsaio__job *j)
+static void up_job(void *arg, struct fsaio__job *j)
 {
 	struct fsaio__ra *ra = (struct fsaio__ra *)((char *)j - offsetof(struct fsaio__ra, up_job));
 	struct up_range batch[UP_SLOTS];
 	unsigned n;
 
-	(void)ctx;
+	(void)arg;
 	pthread_mutex_lock(&ra->up_lock);
 	n = ra->up_n;
 	memcpy(batch, ra->up, n * sizeof(batch[0]));

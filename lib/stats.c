@@ -20,6 +20,7 @@ _Static_assert(sizeof(struct fsaio_stats) == 32 * sizeof(uint64_t), "fsaio_stats
 FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
 {
 	unsigned threads;
+	uint64_t accepted;
 
 	if (!fsaio__ctx_ok(ctx))
 		return -EINVAL;
@@ -29,7 +30,6 @@ FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
 	st->requests = LOAD(requests);
 	st->completed_inline = LOAD(completed_inline);
 	st->partial_inline = LOAD(partial_inline);
-	st->queued = LOAD(queued);
 	st->retries = LOAD(retries);
 	st->bytes_inline = LOAD(bytes_inline);
 	st->bytes_worker = LOAD(bytes_worker);
@@ -47,7 +47,8 @@ FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
 	st->ring_reaped_caller = LOAD(ring_reaped_caller);
 	st->ring_reaped_thread = LOAD(ring_reaped_thread);
 	st->blocking_inline = LOAD(blocking_inline);
-	st->pool_queue_len = fsaio__pool_snapshot(ctx, &threads);
+	st->pool_queue_len = fsaio__pool_snapshot(&ctx->pool, &threads, &accepted);
+	st->queued = accepted;
 	st->pool_threads = threads;
 	return 0;
 }

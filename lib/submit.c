@@ -253,7 +253,7 @@ static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)
 		return -EINVAL;
 	switch (fsaio__state_get(req)) {
 	case FSAIO__QUEUED:
-		ret = fsaio__pool_cancel(ctx, req);
+		ret = fsaio__pool_cancel(&ctx->pool, req);
 		break;
 	case FSAIO__WAITING:
 		m = fsaio__methods[req->method_];

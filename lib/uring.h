@@ -10,7 +10,8 @@
  * or stopping) and the caller must carry the request another way. With
  * defer (only from a start() called by fsaio_submit) the SQE is submitted
  * by the fsaio__uring_flush() at the end of fsaio_submit, one
- * io_uring_enter for the whole call. */
+ * io_uring_enter for the whole call. Whether a request may go to the ring
+ * at all (FSAIO_BACKEND) is the caller's choice, not the ring's. */
 int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer);
 void fsaio__uring_flush(struct fsaio_ctx *ctx);
 int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r);

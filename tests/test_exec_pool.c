@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker pool alone (lib/pool.c compiled into this test, no context):
+ * requests given from several threads are each run and reported exactly
+ * once with their own result; a queued request cancels, a running one does
+ * not; stop cancels what waits and joins the workers once they finish what
+ * they run; side jobs run with the pool's private argument.
+ */
+#ifdef T_NO_CRITERION
+#include "t_runner.h"
+#else
+#include <criterion/criterion.h>
+#endif
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pool.h"
+
+#define NREQ 2000u
+#define NTHREADS 4u
+
+/* What the ops record; workers write, the test's thread asserts. */
+struct sink {
+	struct fsaio_req *reqs;
+	_Atomic unsigned *dones;        /* per request: done calls */
+	int64_t *res;                   /* per request: done's res, before dones */
+	_Atomic unsigned total;         /* done calls in all */
+	_Atomic unsigned running;       /* run calls entered */
+	_Atomic bool gate_open;         /* run waits for it when gated */
+	bool gated;                     /* immutable once requests flow */
+};
+
+/* A request's expected result: a function of its offset. */
+static int64_t expect(const struct fsaio_req *r)
+{
+	return r->offset * 3 + 1;
+}
+
+static int64_t run(void *arg, struct fsaio_req *r)
+{
+	struct sink *s = arg;
+
+	atomic_fetch_add(&s->running, 1);
+	while (s->gated && !atomic_load(&s->gate_open))
+		usleep(1000);
+	return expect(r);
+}
+
+static void done(void *arg, struct fsaio_req *r, int64_t res)
+{
+	struct sink *s = arg;
+	size_t i = (size_t)(r - s->reqs);
+
+	s->res[i] = res;
+	atomic_fetch_add(&s->dones[i], 1);
+	atomic_fetch_add(&s->total, 1);
+}
+
+static const struct fsaio__pool_ops ops = { .run = run, .done = done };
+
+static void sink_init(struct sink *s, unsigned n, bool gated)
+{
+	memset(s, 0, sizeof(*s));
+	s->reqs = calloc(n, sizeof(*s->reqs));
+	s->dones = calloc(n, sizeof(*s->dones));
+	s->res = calloc(n, sizeof(*s->res));
+	cr_assert(s->reqs && s->dones && s->res);
+	for (unsigned i = 0; i < n; i++)
+		s->reqs[i].offset = (int64_t)i;
+	s->gated = gated;
+}
+
+static void sink_fini(struct sink *s)
+{
+	free(s->reqs);
+	free((void *)s->dones);
+	free(s->res);
+}
+
+/* Wait up to 30 s for cond over s; whether it held. */
+static bool wait_for(struct sink *s, bool (*cond)(struct sink *s, unsigned n), unsigned n)
+{
+	for (unsigned i = 0; i < 30000; i++) {
+		if (cond(s, n))
+			return true;
+		usleep(1000);
+	}
+	return cond(s, n);
+}
+
+static bool total_is(struct sink *s, unsigned n)
+{
+	return atomic_load(&s->total) >= n;
+}
+
+static bool running_is(struct sink *s, unsigned n)
+{
+	return atomic_load(&s->running) >= n;
+}
+
+struct submitter {
+	struct fsaio__pool *pool;
+	struct sink *sink;
+	unsigned first, n;
+	_Atomic int err;
+};
+
+static void *submit_range(void *arg)
+{
+	struct submitter *t = arg;
+
+	for (unsigned i = t->first; i < t->first + t->n; i++) {
+		int err = fsaio__pool_queue(t->pool, &t->sink->reqs[i]);
+
+		if (err)
+			atomic_store(&t->err, err);
+	}
+	return NULL;
+}
+
+Test(exec_pool, many_submitters_each_done_once)
+{
+	struct fsaio__pool pool;
+	struct submitter t[NTHREADS];
+	pthread_t tid[NTHREADS];
+	struct sink s;
+	unsigned threads, per = NREQ / NTHREADS;
+	uint64_t accepted;
+
+	sink_init(&s, NREQ, false);
+	cr_assert_eq(fsaio__pool_init(&pool, 4, &ops, &s), 0);
+	for (unsigned i = 0; i < NTHREADS; i++) {
+		t[i] = (struct submitter){ .pool = &pool, .sink = &s, .first = i * per, .n = per };
+		cr_assert_eq(pthread_create(&tid[i], NULL, submit_range, &t[i]), 0);
+	}
+	for (unsigned i = 0; i < NTHREADS; i++) {
+		pthread_join(tid[i], NULL);
+		cr_assert_eq(atomic_load(&t[i].err), 0, "queue: %d", atomic_load(&t[i].err));
+	}
+	cr_assert(wait_for(&s, total_is, NREQ), "%u of %u done", atomic_load(&s.total), NREQ);
+	for (unsigned i = 0; i < NREQ; i++) {
+		cr_assert_eq(atomic_load(&s.dones[i]), 1, "request %u: %u dones", i,
+			     atomic_load(&s.dones[i]));
+		cr_assert_eq(s.res[i], expect(&s.reqs[i]), "request %u: res %lld", i,
+			     (long long)s.res[i]);
+		cr_assert_eq(fsaio__state_get(&s.reqs[i]), FSAIO__RUNNING);
+	}
+	cr_assert_eq(fsaio__pool_snapshot(&pool, &threads, &accepted), 0);
+	cr_assert(threads >= 1 && threads <= 4, "%u threads", threads);
+	cr_assert_eq(accepted, NREQ);
+	fsaio__pool_stop(&pool);
+	fsaio__pool_fini(&pool);
+	cr_assert_eq(atomic_load(&s.total), NREQ, "a done after the last");
+	sink_fini(&s);
+}
+
+static void *stopper(void *arg)
+{
+	fsaio__pool_stop(arg);
+	return NULL;
+}
+
+Test(exec_pool, cancel_and_stop_with_requests_in_flight)
+{
+	enum { N = 16, MAX = 2 };
+	struct fsaio__pool pool;
+	struct sink s;
+	pthread_t tid;
+	unsigned ran = 0, cancelled = 0;
+
+	sink_init(&s, N, true);
+	cr_assert_eq(fsaio__pool_init(&pool, MAX, &ops, &s), 0);
+	for (unsigned i = 0; i < N; i++)
+		cr_assert_eq(fsaio__pool_queue(&pool, &s.reqs[i]), 0);
+	/* MAX requests run, held at the gate; the rest wait in the queue. */
+	cr_assert(wait_for(&s, running_is, MAX), "%u running", atomic_load(&s.running));
+	usleep(10000);
+	cr_assert_eq(atomic_load(&s.running), MAX, "more run than workers");
+	cr_assert_eq(fsaio__pool_busy(&pool), N, "busy %u", fsaio__pool_busy(&pool));
+
+	/* The last is queued: it cancels through done; the first runs: busy. */
+	cr_assert_eq(fsaio__pool_cancel(&pool, &s.reqs[N - 1]), 0);
+	cr_assert_eq(atomic_load(&s.dones[N - 1]), 1);
+	cr_assert_eq(s.res[N - 1], -ECANCELED);
+	cr_assert_eq(fsaio__pool_cancel(&pool, &s.reqs[0]), -EBUSY);
+
+	/* Stop cancels the queued and then waits for the two that run. */
+	cr_assert_eq(pthread_create(&tid, NULL, stopper, &pool), 0);
+	cr_assert(wait_for(&s, total_is, N - MAX), "%u done before the gate opens",
+		  atomic_load(&s.total));
+	usleep(10000);
+	cr_assert_eq(atomic_load(&s.total), N - MAX, "a running request was reported early");
+	atomic_store(&s.gate_open, true);
+	pthread_join(tid, NULL);
+	fsaio__pool_fini(&pool);
+
+	for (unsigned i = 0; i < N; i++) {
+		cr_assert_eq(atomic_load(&s.dones[i]), 1, "request %u: %u dones", i,
+			     atomic_load(&s.dones[i]));
+		if (s.res[i] == -ECANCELED)
+			cancelled++;
+		else if (s.res[i] == expect(&s.reqs[i]))
+			ran++;
+		else
+			cr_assert_fail("request %u: res %lld", i, (long long)s.res[i]);
+	}
+	cr_assert_eq(ran, MAX);
+	cr_assert_eq(cancelled, N - MAX);
+	cr_assert_eq(atomic_load(&s.running), MAX, "a cancelled request was run");
+	sink_fini(&s);
+}
+
+/* A side job: counts its runs and checks it was given the pool's arg. */
+struct counted_job {
+	struct fsaio__job job;
+	void *want;
+	_Atomic unsigned runs, wrong_arg;
+};
+
+static void job_fn(void *arg, struct fsaio__job *j)
+{
+	struct counted_job *c = (struct counted_job *)j;
+
+	if (arg != c->want)
+		atomic_fetch_add(&c->wrong_arg, 1);
+	atomic_fetch_add(&c->runs, 1);
+}
+
+Test(exec_pool, side_job_runs_with_the_pools_arg)
+{
+	struct fsaio__pool pool;
+	struct sink s;
+	struct counted_job c = { .want = &s };
+
+	sink_init(&s, 1, false);
+	c.job.fn = job_fn;
+	cr_assert_eq(fsaio__pool_init(&pool, 2, &ops, &s), 0);
+	fsaio__pool_job(&pool, &c.job);
+	for (unsigned i = 0; i < 30000 && !atomic_load(&c.runs); i++)
+		usleep(1000);
+	fsaio__pool_stop(&pool);
+	fsaio__pool_fini(&pool);
+	cr_assert_eq(atomic_load(&c.runs), 1);
+	cr_assert_eq(atomic_load(&c.wrong_arg), 0);
+	sink_fini(&s);
+}
