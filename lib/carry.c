@@ -80,11 +80,10 @@ enum dest {
 /* A read on an fd whose last reads all missed goes straight to the ring
  * (UNTRIED), which tries the page cache itself inside io_uring_enter: no
  * probe, no failed NOWAIT attempt. One read in SAMPLE_EVERY still takes
- * the inline path (without a probe: method_file.c), so an fd that turned
- * hot is served inline again. A
+ * the inline path, so an fd that turned hot is served inline again. A
  * sequential stream's reads always take it: readahead (the kernel's or
  * ours) is there to make them hit. */
-#define SAMPLE_EVERY 32
+#define SAMPLE_EVERY 16
 
 /*
  * The one decision: where r goes, given why it cannot complete here.

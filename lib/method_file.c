@@ -186,18 +186,12 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	 * -EOPNOTSUPP where the fs refuses it), whatever the fd's history. */
 	if ((fi.flags & refused) && !(r->rw_flags & RWF_NOWAIT))
 		return start_resident(ctx, r, fi, b);
-	/* An fd on a miss streak whose read is attempted here all the same (a
-	 * sample, or not for the ring) skips the probe: its NOWAIT attempt
-	 * alone tells hit from miss and, on a miss, starts the read, where a
-	 * probe of a cold range costs a cachestat and an fstat on top. */
-	bool streak = !write && fsaio__fd_misses(fi) >= STRAIGHT_AFTER - 1;
-
-	if (streak && !fsaio__carry(ctx, r, b, FSAIO__WHY_UNTRIED))
+	if (!write && fsaio__fd_misses(fi) >= STRAIGHT_AFTER - 1 &&
+	    !fsaio__carry(ctx, r, b, FSAIO__WHY_UNTRIED))
 		return 0;
 	/* Reads only: a write needs few of its pages cached (write_edges_cached).
 	 * Not with the caller's RWF_NOWAIT: the kernel answers that one. */
-	if (!write && !streak && !(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_PROBE) &&
-	    !(r->rw_flags & RWF_NOWAIT) &&
+	if (!write && !(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_PROBE) && !(r->rw_flags & RWF_NOWAIT) &&
 	    (total >= PROBE_ALWAYS_BYTES || (fi.flags & FSAIO__FD_PROBE_NEXT)) &&
 	    fsaio__probe(fsaio__parts(ctx)->st, r->fd, (uint64_t)r->offset, total) == FSAIO__RES_COLD) {
 		FSAIO__INC(ctx, probe_cold, 1);
