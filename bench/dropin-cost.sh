@@ -22,7 +22,10 @@
 # System calls and switches per I/O hardly depend on the machine's load;
 # CPU time a little; IOPS a lot.
 #
-#   dropin-cost.sh [-d DIR] [-b BUILD] [-o OUT]
+#   dropin-cost.sh [-d DIR] [-b BUILD] [-o OUT] [-x SCALE] [-c CASES]
+# SCALE (default 1) multiplies every run's bytes: runs of a fraction of a
+# second give noisy IOPS, 4 makes them seconds long. CASES (default all)
+# is a comma-separated subset of cold-4k, cold-64k, hot-4k.
 # DIR (default .) holds fsaio-bench.0.dat (1 GiB, made if absent, kept; on
 # disk, not tmpfs); BUILD is the build tree (default ../build beside this
 # script); OUT keeps the perf, fio and CSV files (default DIR/dropin-cost.PID).
@@ -34,7 +37,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 dir=.
 build=$here/../build
 out=
-bench_opts "d:dir b:build o:out" "$@"
+scale=1
+cases=cold-4k,cold-64k,hot-4k
+bench_opts "d:dir b:build o:out x:scale c:cases" "$@"
+case $scale in '' | *[!0-9]* | 0) bench_usage ;; esac
 build=$(cd "$build" && pwd)
 bench=$build/bench/fsaio-bench
 run=$build/lib/shim/fsaio-run
@@ -113,7 +119,8 @@ one() {
 clients=(fio-uring fio-libaio fio-posixaio native bench-shim bench-posix bench-uring)
 # case NAME BS DEPTH BYTES
 run_case() {
-	local name=$1 bs=$2 depth=$3 bytes=$4 c i
+	local name=$1 bs=$2 depth=$3 bytes=$(($(numfmt --from=iec "${4^^}") * scale)) c i
+	case ,$cases, in *,$name,*) ;; *) return 0 ;; esac
 	local null=$((depth * $(numfmt --from=iec "${bs^^}")))
 	for c in "${clients[@]}"; do one "$c" "$name" 1 "$bs" "$depth" "$bytes"; done
 	for ((i = ${#clients[@]} - 1; i >= 0; i--)); do
@@ -128,9 +135,9 @@ run_case cold-64k 64k 16 512m
 run_case hot-4k 4k 32 512m
 echo "dropin-cost.sh: done $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$out" "${clients[@]}" <<'PY'
+python3 - "$out" "$cases" "${clients[@]}" <<'PY'
 import csv, json, os, sys
-out, clients = sys.argv[1], sys.argv[2:]
+out, cases, clients = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
 
 def perf(tag):
     v = {}
@@ -154,7 +161,7 @@ def run(client, case, r):
 
 print("%-9s %-13s %9s %9s %9s %9s %8s %8s" % ("case", "client", "IOPS", "CPU us/IO", "sys/IO",
                                            "csw/IO", "IOPS/ur", "CPU/ur"))
-for case in ("cold-4k", "cold-64k", "hot-4k"):
+for case in [c for c in ("cold-4k", "cold-64k", "hot-4k") if c in cases]:
     res = {}
     for c in clients:
         a, b, n = run(c, case, 1), run(c, case, 2), run(c, case, "null")
