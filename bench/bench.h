@@ -127,7 +127,7 @@ struct bench_dl_sym {
 	const char *name, *version;
 	void **fn;
 };
-/* NAME in ../lib/ beside this program, in buf, or NULL if not there. */
+/* NAME in ../dropin/ beside this program, in buf, or NULL if not there. */
 const char *bench_beside_exe(const char *name, char *buf, size_t n);
 /* dlopen PATH apart from this program and take every one of SYMS (any
  * version where a versioned one is missing, if any_version): the handle,

@@ -24,7 +24,7 @@ const char *bench_beside_exe(const char *name, char *buf, size_t n)
 	if (!slash)
 		return NULL;
 	*slash = 0;
-	snprintf(buf, n, "%s/../lib/%s", exe, name);
+	snprintf(buf, n, "%s/../dropin/%s", exe, name);
 	return access(buf, R_OK) == 0 ? buf : NULL;
 }
 

@@ -43,14 +43,14 @@ bench_opts "d:dir b:build o:out x:scale c:cases" "$@"
 case $scale in '' | *[!0-9]* | 0) bench_usage ;; esac
 build=$(cd "$build" && pwd)
 bench=$build/bench/fsaio-bench
-run=$build/lib/shim/fsaio-run
-shim=$build/lib/libfsaio-libaio.so
-bench_have "build the tree, or use -b" "$bench" "$run" "$shim" "$build/lib/libfsaio-posixaio.so"
+run=$build/dropin/fsaio-run
+shim=$build/dropin/libfsaio-libaio.so
+bench_have "build the tree, or use -b" "$bench" "$run" "$shim" "$build/dropin/libfsaio-posixaio.so"
 bench_need perf fio fincore numfmt
 out=${out:-$dir/dropin-cost.$$}
 mkdir -p "$out"
 file=$dir/fsaio-bench.0.dat
-export FSAIO_SHIM=$shim FSAIO_POSIX_SHIM=$build/lib/libfsaio-posixaio.so
+export FSAIO_SHIM=$shim FSAIO_POSIX_SHIM=$build/dropin/libfsaio-posixaio.so
 
 # The file, laid out by fsaio-bench (it checks what it reads).
 "$bench" --dir "$dir" --keep --size 1g --cache hot --bs 4k --depth 1 --methods pread \

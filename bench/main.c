@@ -120,7 +120,7 @@ static void usage_full(void)
 	       "                            ones between calls (default: every free slot in one call)\n"
 	       "  --workers N               fsaio worker pool size (default: the engine's)\n"
 	       "  --shim PATH               libfsaio-libaio.so for the fsaio-shim method (default:\n"
-	       "                            ../lib/ beside this program, $FSAIO_SHIM, or installed)\n"
+	       "                            ../dropin/ beside this program, $FSAIO_SHIM, or installed)\n"
 	       "  --seed N                  seed of the offset sequences\n"
 	       "  --stall-timeout SEC       give up (exit 1) when a method completes nothing that long\n"
 	       "                            (default 60)\n"
@@ -269,7 +269,7 @@ static const char *find_shim(const char *opt)
 	const char *env = getenv("FSAIO_SHIM");
 	if (env && *env)
 		return access(env, R_OK) == 0 ? env : NULL;
-	/* build/bench/ beside build/lib/, or bin/ beside lib/ */
+	/* build/bench/ beside build/dropin/ */
 	if (bench_beside_exe("libfsaio-libaio.so", buf, sizeof(buf)))
 		return buf;
 	if (access(FSAIO_BENCH_SHIM_INSTALLED, R_OK) == 0)

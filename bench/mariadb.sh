@@ -23,8 +23,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 dir=./fsaio-mariadb-bench
-shim=$here/../build/lib/libfsaio-libaio.so
-run=$here/../build/lib/shim/fsaio-run
+shim=$here/../build/dropin/libfsaio-libaio.so
+run=$here/../build/dropin/fsaio-run
 rounds=2
 secs=20
 threads=4

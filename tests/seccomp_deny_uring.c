@@ -16,12 +16,12 @@
  * ring to be used.
  *
  * With --membarrier it denies membarrier(2) instead, and io_uring not: the
- * drop-in's calls then hold their context the counted way (lib/shim/
+ * drop-in's calls then hold their context the counted way (dropin/libaio/
  * hazard.c), as under a profile without membarrier.
  *
  * With --cachestat it denies cachestat(2) instead (ENOSYS, as a kernel
  * before 6.5 answers), and io_uring not: the engine's page-cache probe then
- * falls back to mincore(2) (lib/probe.c).
+ * falls back to mincore(2) (lib/base/probe.c).
  *
  * Exit: PROGRAM's status; 1 if the filter could not be installed or did not
  * take; 127 if PROGRAM could not be run.

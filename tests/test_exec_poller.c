@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The readiness poller alone (lib/poller.c and lib/poller_table.c compiled
+ * The readiness poller alone (lib/exec/poller.c and lib/exec/poller_table.c compiled
  * into this test, no context): a read of an empty pipe parks, is stepped
  * when the pipe is made ready later and is reported exactly once through
  * done, with the data; a parked request cancels through done; stop

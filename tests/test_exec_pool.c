@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The worker pool alone (lib/pool.c compiled into this test, no context):
+ * The worker pool alone (lib/exec/pool.c compiled into this test, no context):
  * requests given from several threads are each run and reported exactly
  * once with their own result; a queued request cancels, a running one does
  * not; stop cancels what waits and joins the workers once they finish what

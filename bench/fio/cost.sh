@@ -28,7 +28,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 file=./fsaio-fio-1g.dat
-shim=$here/../../build/lib/libfsaio-libaio.so
+shim=$here/../../build/dropin/libfsaio-libaio.so
 bs2=64k
 depth2=16
 hot_runtime=5

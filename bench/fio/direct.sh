@@ -29,7 +29,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 file=./fsaio-fio-1g.dat
-shim=$here/../../build/lib/libfsaio-libaio.so
+shim=$here/../../build/dropin/libfsaio-libaio.so
 runtime=10
 bench_opts "f:file s:shim r:runtime" "$@"
 bench_have "use -s" "$shim"

@@ -20,7 +20,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 file=./fsaio-fio-1g.dat
-shim=$here/../../build/lib/libfsaio-libaio.so
+shim=$here/../../build/dropin/libfsaio-libaio.so
 rounds=8
 runtime=3
 bench_opts "f:file s:shim n:rounds r:runtime" "$@"

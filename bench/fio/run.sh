@@ -26,8 +26,8 @@ hot_runtime=10
 repeats=1
 bench_opts "f:file s:shim r:hot_runtime n:repeats" "$@"
 if [ -z "$shim" ]; then
-	for c in "$here/../../build/lib/libfsaio-libaio.so" \
-		 "$here/../../build-shim/lib/libfsaio-libaio.so" \
+	for c in "$here/../../build/dropin/libfsaio-libaio.so" \
+		 "$here/../../build-shim/dropin/libfsaio-libaio.so" \
 		 /usr/local/lib/x86_64-linux-gnu/libfsaio-libaio.so /usr/lib/x86_64-linux-gnu/libfsaio-libaio.so; do
 		[ -r "$c" ] && { shim=$c; break; }
 	done

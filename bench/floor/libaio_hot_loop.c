@@ -8,7 +8,7 @@
  * alternating runs (bench/README.md):
  *
  *   fsaio-libaio-hot-loop FILE [IOS [SPAN_MIB]]
- *   LD_PRELOAD=build/lib/libfsaio-libaio.so fsaio-libaio-hot-loop FILE
+ *   LD_PRELOAD=build/dropin/libfsaio-libaio.so fsaio-libaio-hot-loop FILE
  *   LD_PRELOAD=build/bench/libfsaio-libaio-floor.so fsaio-libaio-hot-loop FILE
  *
  * FILE must be on disk and at least SPAN_MIB (default 64) long; IOS

@@ -18,7 +18,7 @@ shift $((OPTIND - 1))
 [ $# = 1 ] || bench_usage
 dir=$1
 timer=$(realpath "$build/bench/libfsaio-submit-timer.so")
-shim=$(realpath "$build/lib/libfsaio-libaio.so")
+shim=$(realpath "$build/dropin/libfsaio-libaio.so")
 bench_need ioping
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -14,7 +14,7 @@ rounds=11
 iters=2000000
 bench_opts "b:build n:rounds i:iters" "$@"
 loop=$build/bench/fsaio-syscall-loop
-shim=$(realpath "$build/lib/libfsaio-libaio.so")
+shim=$(realpath "$build/dropin/libfsaio-libaio.so")
 [ -x "$loop" ] && [ -f "$shim" ] || { echo "build first: $loop, $shim" >&2; exit 2; }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -32,7 +32,7 @@ L=$dest$libdir
 [ -f "$L/pkgconfig/libfsaio-ffi.pc" ] || fail "libfsaio-ffi.pc not installed"
 # The libaio drop-in: one file under $libdir/fsaio, libaio's sonames as links
 # to it, nothing of it in $libdir itself.
-if [ -e "$build/lib/libfsaio-libaio.so" ]; then
+if [ -e "$build/dropin/libfsaio-libaio.so" ]; then
 	[ -f "$L/fsaio/libfsaio-libaio.so" ] && [ ! -L "$L/fsaio/libfsaio-libaio.so" ] ||
 		fail "libfsaio-libaio.so is not a file in $libdir/fsaio"
 	for name in libaio.so.1 libaio.so.1t64; do
@@ -86,7 +86,7 @@ echo "$deps" | grep -q "libfsaio.so.0 => $L/libfsaio.so.0" ||
 (cd "$work" && LD_LIBRARY_PATH="$L" ./consumer "$work/consumer.dat") || fail "the consumer failed"
 
 # A libaio program finds the installed drop-in by libaio's soname.
-if [ -e "$build/lib/libfsaio-libaio.so" ]; then
+if [ -e "$build/dropin/libfsaio-libaio.so" ]; then
 	if printf '#include <libaio.h>\n' | "$@" -E -x c - >/dev/null 2>&1; then
 		"$@" -o "$work/libaio_consumer" "$src/libaio_consumer.c" -laio ||
 			fail "libaio_consumer does not build"

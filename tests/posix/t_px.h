@@ -9,7 +9,7 @@
  * -lfsaio-posixaio (T_PX_MODE=linked). t_setup asserts that aio_read really
  * comes from where the mode says. A rule passing in every mode is the
  * proof that the drop-in and glibc agree; where they differ by design
- * (lib/posix/README.md) the test asserts each side's outcome, and says so.
+ * (dropin/posix/README.md) the test asserts each side's outcome, and says so.
  *
  * Files live in a directory made under $FSAIO_TEST_BUILDDIR (the build
  * tree, on disk), removed at teardown.

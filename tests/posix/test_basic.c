@@ -176,7 +176,7 @@ Test(basic, errno_untouched_on_success)
 /* Requests on one fd run concurrently through the drop-in: a write on a
  * socket completes while a read on the same socket still waits for data.
  * glibc runs one request per fd at a time: its write waits behind the
- * read (lib/posix/README.md). */
+ * read (dropin/posix/README.md). */
 Test(basic, requests_on_one_fd_run_concurrently)
 {
 	static char in[16];

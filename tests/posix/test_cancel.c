@@ -9,7 +9,7 @@
  * time, so the first read on the pipe is running in its thread (not
  * cancellable) and the ones after it are queued (cancellable). The
  * drop-in waits for the pipe without a thread: every read that has not
- * started is cancellable, the first one too (lib/posix/README.md).
+ * started is cancellable, the first one too (dropin/posix/README.md).
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -101,7 +101,7 @@ Test(cancel, all_on_an_fd)
 
 /* A read of a terminal: glibc's thread is blocked in read(2) and cannot
  * be taken back; the drop-in waits for the terminal to be readable and
- * can (lib/posix/README.md). Either way the outcome is consistent. */
+ * can (dropin/posix/README.md). Either way the outcome is consistent. */
 Test(cancel, waiting_terminal_read)
 {
 	struct aiocb cb;

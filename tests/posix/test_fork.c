@@ -4,7 +4,7 @@
  * glibc's child inherits a copy of its request list: the parent's waiting
  * read looks running there, and a child's fsync on that fd waits for it
  * forever. The drop-in's child has no request of the parent's
- * (lib/posix/README.md). The parent's request completes in the parent.
+ * (dropin/posix/README.md). The parent's request completes in the parent.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -103,7 +103,7 @@ Test(fork, child_sees_no_request_of_the_parent)
  * parent and child keep working. On glibc the child does no I/O: its copy
  * of glibc's state counts the parent's idle helper threads, so a child's
  * request is handed to a thread that is not there and never runs
- * (lib/posix/README.md). */
+ * (dropin/posix/README.md). */
 Test(fork, fork_during_io)
 {
 	static char bufs[8][4096];

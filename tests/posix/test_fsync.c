@@ -191,7 +191,7 @@ Test(fsync, fsync_on_a_pipe_is_the_requests_einval)
  * in the pipe after the first and the fsync is the pipe's (EINVAL). glibc
  * binds requests to the number when its thread runs them: its append
  * never reaches the pipe (it goes into the file, or fails if the number
- * was closed just then): lib/posix/README.md.
+ * was closed just then): dropin/posix/README.md.
  */
 
 /* Read the pipe (non-blocking) until it gave want bytes in all, or, with

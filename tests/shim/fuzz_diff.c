@@ -713,7 +713,7 @@ static void print_result(const char *who, const struct result *r, uint32_t n)
 		       r->key[i], r->ev[i].idx >= 0 ? "yes" : "no", r->ev[i].res, r->ev[i].res2);
 }
 
-/* The differences lib/shim/README.md lists, which a scenario may meet by
+/* The differences dropin/libaio/README.md lists, which a scenario may meet by
  * chance: reported as known, not as mismatches. Reads into overlapping
  * buffers, an eventfd read racing an fsync's signal (above). A zero-length
  * write with

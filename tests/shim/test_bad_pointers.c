@@ -3,7 +3,7 @@
  * Pointers outside the user address range: -EFAULT as the kernel's
  * copy_from_user/copy_to_user give it, never a crash. (An unmapped address
  * inside the range is not tested: the kernel says -EFAULT, the drop-in
- * would fault; lib/shim/README.md lists it.)
+ * would fault; dropin/libaio/README.md lists it.)
  */
 #include <fcntl.h>
 #include <signal.h>

@@ -17,9 +17,9 @@ gen=$root/build/include
 [ -r "$gen/fsaio_version.h" ] || { echo "build.sh: run meson setup build first" >&2; exit 2; }
 $cc -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -DFSAIO_BUILDING -std=gnu11 \
-	-I"$root/include" -I"$gen" -I"$root/lib/shim" -I"$root/lib" -I"$root/lib/include" \
+	-I"$root/include" -I"$gen" -I"$root/dropin/libaio" -I"$root/lib" -I"$root/lib/include" \
 	"$here/decode_fuzz.c" \
-	"$root"/lib/shim/decode.c "$root"/lib/shim/resfd.c "$root"/lib/shim/wake.c \
-	"$root"/lib/shim/usermem.c "$root"/lib/shim/self.c "$root"/lib/*.c \
+	"$root"/dropin/libaio/decode.c "$root"/dropin/libaio/resfd.c "$root"/dropin/libaio/wake.c \
+	"$root"/dropin/libaio/usermem.c "$root"/dropin/libaio/self.c "$root"/lib/*.c \
 	-luring -lpthread -o "$out"
 echo "built $out"

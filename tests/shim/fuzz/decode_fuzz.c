@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the libaio drop-in's submit-time judging of one iocb
- * (lib/shim/decode.c), with a bare context that holds only the eventfd
+ * (dropin/libaio/decode.c), with a bare context that holds only the eventfd
  * cache (emptied after each input). The input is an iocb (64 bytes)
  * followed by a selector byte: the selector maps aio_fildes and aio_resfd
  * onto a fixed set of real fds (regular file, O_PATH, directory, pipe,
