@@ -70,7 +70,7 @@ enum dest {
  * measured nearer the device than io_uring's buffered path at about its CPU
  * per I/O; larger ones up to AUTO_RING_MAX to the ring again, the rest to
  * the pool (docs/design-notes.md). */
-#define STARTED_MIN (16u * 1024)
+#define STARTED_MIN (32u * 1024)
 #define AUTO_RING_MAX (1024u * 1024)
 /* The largest miss whose reads the submitter starts (fsaio__ra_start), on
  * any backend: the sizes measured. A larger one would keep the submitter

@@ -1,0 +1,87 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Cold random reads at queue depth 16 through fio's libaio engine on the
+# libaio drop-in, beside fio's io_uring engine on the same buffered file, for
+# read sizes from 4 KiB to 1 MiB: the drop-in's IOPS and CPU per I/O over
+# io_uring's at each size.
+#
+# Each size runs its pair ROUNDS times, in the order A B B A ... (A the
+# drop-in, B io_uring), from a cold cache each time (the file's pages
+# dropped with POSIX_FADV_DONTNEED); the ratios are of the sums, so a slow
+# minute of the device weighs on both sides alike. fio's random map reads
+# every block at most once and fadvise_hint makes it POSIX_FADV_RANDOM, so
+# each run stays cold to its end. CPU is the whole fio process's task-clock
+# (perf stat), per I/O.
+#
+#   sweep.sh [-f FILE] [-b BUILD] [-n ROUNDS] [-s SIZES]
+# FILE (default ./fsaio-sweep-4g.dat) is laid out at 4 GiB if absent, on
+# disk, not tmpfs; BUILD is the build tree (default ../../build beside this
+# script); ROUNDS (default 2) pairs per size; SIZES a comma-separated list
+# (default 4k,16k,64k,256k,1m). Each run reads min(1 GiB x size/4k, 4 GiB).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+file=./fsaio-sweep-4g.dat
+build=$here/../../build
+rounds=2
+sizes=4k,16k,64k,256k,1m
+bench_opts "f:file b:build n:rounds s:sizes" "$@"
+run=$build/dropin/fsaio-run
+bench_have "build the tree, or use -b" "$run"
+bench_need fio perf numfmt
+case $rounds in '' | *[!0-9]* | 0) bench_usage ;; esac
+
+if [ "$(stat -c %s "$file" 2>/dev/null || echo 0)" != $((4 << 30)) ]; then
+	echo "sweep.sh: laying out $file (4 GiB)" >&2
+	fio --name=layout --filename="$file" --size=4g --rw=write --bs=1m --ioengine=psync \
+		--end_fsync=1 >/dev/null
+fi
+
+# one ENGINE BS BYTES [PREFIX...]: "IOPS CPU-ms" of one cold run
+one() {
+	local engine=$1 bs=$2 bytes=$3 out
+	shift 3
+	out=$(mktemp)
+	dd if=/dev/null of="$file" oflag=nocache conv=notrunc,fdatasync count=0 status=none
+	"$@" perf stat -x, -e task-clock -o "$out.perf" \
+		fio --name=sweep --filename="$file" --size=4g --io_size="$bytes" --rw=randread \
+		--bs="$bs" --ioengine="$engine" --iodepth=16 --direct=0 --invalidate=0 \
+		--fadvise_hint=1 --randrepeat=1 --output-format=json --output="$out" >/dev/null
+	python3 - "$out" <<-'PY'
+	import json, sys
+	t = open(sys.argv[1]).read()
+	rd = json.loads(t[t.index("{"):])["jobs"][0]["read"]
+	cpu = [float(l.split(",")[0]) for l in open(sys.argv[1] + ".perf") if "task-clock" in l][0]
+	print(rd["total_ios"], rd["runtime"], cpu)
+	PY
+	rm -f "$out" "$out.perf"
+}
+
+echo "sweep.sh: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "%-6s %10s %10s %8s %10s %10s %8s\n" size "drop-in" io_uring "IOPS" "dropin us" "uring us" "CPU/IO"
+for bs in ${sizes//,/ }; do
+	b=$(numfmt --from=iec "${bs^^}")
+	bytes=$(( (1 << 30) / 4096 * b ))
+	[ "$bytes" -le $((4 << 30)) ] || bytes=$((4 << 30))
+	: >"/tmp/sweep.$$"
+	for ((i = 0; i < rounds; i++)); do
+		if ((i % 2)); then order="io_uring libaio"; else order="libaio io_uring"; fi
+		for e in $order; do
+			if [ "$e" = libaio ]; then
+				echo "A $(one libaio "$bs" "$bytes" "$run")" >>"/tmp/sweep.$$"
+			else
+				echo "B $(one io_uring "$bs" "$bytes")" >>"/tmp/sweep.$$"
+			fi
+		done
+	done
+	awk -v bs="$bs" '
+		{ ios[$1] += $2; ms[$1] += $3; cpu[$1] += $4 }
+		END {
+			ia = ios["A"] * 1000 / ms["A"]; ib = ios["B"] * 1000 / ms["B"]
+			ca = cpu["A"] * 1000 / ios["A"]; cb = cpu["B"] * 1000 / ios["B"]
+			printf "%-6s %10.0f %10.0f %7.2fx %10.2f %10.2f %7.2fx\n", bs, ia, ib, ia / ib, ca, cb, ca / cb
+		}' "/tmp/sweep.$$"
+	rm -f "/tmp/sweep.$$"
+done
+echo "sweep.sh: done $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
