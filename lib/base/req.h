@@ -120,10 +120,6 @@ static inline bool fsaio__short_is_final(const struct fsaio_req *r)
 	       !(r->flags & FSAIO_REQ_FULL);
 }
 static inline int fsaio__fd(const struct fsaio_req *r) { return (int)(uint32_t)r->run_fd_; }
-static inline void fsaio__set_stream(struct fsaio_req *r, bool stream)
-{
-	r->run_fd_ = (r->run_fd_ & ~FSAIO__RUN_STREAM) | (stream ? FSAIO__RUN_STREAM : 0);
-}
 /* hints_ of FILE and DIRECT requests: FSAIO__HINT_* flags, written by
  * whoever owns the request at the time (state_ hands it over with
  * release/acquire). exec_ belongs to the executor that holds the request:
