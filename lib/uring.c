@@ -1,22 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * DESIGN: the io_uring ring of a context, and who carries a miss.
+ * DESIGN: the io_uring executor's ring, request by request.
  *
- * Owns: one ring per context, created on first use: the SQ side here,
- * what one CQE of a request means (on_req), and cancellation. Who harvests
- * the CQEs (a caller waiting for events, or the completion thread
- * fsaio-uring) is uring_reap.c's. A short result or an interruption nobody
- * asked for is continued from req->done_ by whoever harvests it, so a
- * request in the ring ends in exactly one event.
+ * Owns: the SQ side of the ring (struct fsaio__uring_exec's, created on
+ * first use by uring_setup.c), what one CQE of a request means (on_req),
+ * cancellation, the waiters that rely on the ring's thread (needs) and
+ * waking that thread. Who harvests the CQEs (a caller waiting for events,
+ * or the completion thread fsaio-uring) is uring_reap.c's; it calls down
+ * into this file, never the other way. A short result or an interruption
+ * nobody asked for is continued from req->done_ by whoever harvests it, so
+ * a request in the ring is reported exactly once (ops->done, or ops->punt
+ * when only a worker can go on).
  *
  * Binding: each request holds a fixed-file slot (bind_slot) from its first
  * SQE to its completion, so every SQE of it reaches the file it named.
  *
  * Locks: sq_lock serialises the SQ side, the slots and `stopping`; it is a
  * leaf (completions are posted after it is dropped). The CQ side belongs
- * to the holder of u->owner (uring_reap.c). ctx->uring goes NULL ->
+ * to the holder of u->owner (uring_reap.c). x->ring goes NULL ->
  * CREATING -> ring (or UNAVAILABLE) by CAS; a submitter that sees CREATING
- * uses the pool for that request.
+ * is refused, and carries that request another way.
  *
  * Cancel: an async cancel, waited for (0: the request ends -ECANCELED;
  * -EALREADY/-ENOENT: -EBUSY). uring.cancels lists the caller's cancels: any
@@ -25,9 +28,9 @@
  * an exiting submitter ends that way); a second -EFAULT is real.
  *
  * Unavailable io_uring (io_uring_disabled = 2, or ENOSYS/EPERM/EACCES from
- * setup) is found once per process; every later context uses the pool.
- * Whether a request comes here at all (the backend, its size) is carry.c's
- * decision; the ring only queues what it is given.
+ * setup) is found once per process; every later ring refuses at once.
+ * Whether a request comes here at all is the owner's decision (carry.c);
+ * the ring only queues what it is given.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +44,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "dropin.h"
 #include "uring_ring.h"
 
 /* exec_ of a request in the ring: its fixed-file slot + 1, or 0; above
@@ -149,7 +151,7 @@ static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_urin
 	if (!u->nslots)
 		return fsaio__bind(r);
 	if (!u->nfree)
-		return u->nslots < u->ctx->depth ? fsaio__bind(r) : -EAGAIN;
+		return u->nslots < u->x->depth ? fsaio__bind(r) : -EAGAIN;
 	slot = u->free_slots[--u->nfree];
 	if (slot >= u->slot_hi)
 		u->slot_hi = slot + 1;
@@ -198,12 +200,25 @@ void fsaio__ring_clear_slots(struct fsaio__uring *u)
 	pthread_mutex_unlock(&u->sq_lock);
 }
 
+static void futex_wake(_Atomic uint32_t *w, int n)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/* Wake the thread if it parks (uring_reap.c, park): park moves first. */
+void fsaio__ring_wake_thread(struct fsaio__uring *u)
+{
+	atomic_fetch_add(&u->park, 1);
+	if (atomic_load(&u->parked))
+		futex_wake(&u->park, 1);
+}
+
 /* A request entered the ring: while a waiter relies on the thread, a
- * parked thread must carry it. Dekker with fsaio__drive_need: inflight was
+ * parked thread must carry it. Dekker with fsaio__uring_need: inflight was
  * raised first, then needs is read. */
 static void wake_for_waiters(struct fsaio__uring *u)
 {
-	if (atomic_load(&u->ctx->ring_needs) > 0 && atomic_load(&u->parked))
+	if (atomic_load(&u->x->needs) > 0 && atomic_load(&u->parked))
 		fsaio__ring_wake_thread(u);
 }
 
@@ -251,7 +266,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	if (defer) {
 		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 		pthread_mutex_unlock(&u->sq_lock);
-		FSAIO__INC(u->ctx, uring_sqes, 1);
+		FSAIO__COUNT(u->x->st, uring_sqes, 1);
 		wake_for_waiters(u);
 		return 0;
 	}
@@ -273,7 +288,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	if (ret && !again)
 		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 	if (!ret)
-		FSAIO__INC(u->ctx, uring_sqes, 1);
+		FSAIO__COUNT(u->x->st, uring_sqes, 1);
 	if (!ret && !again)
 		wake_for_waiters(u);
 	return ret;
@@ -305,14 +320,14 @@ static void finish(struct fsaio__uring *u, struct fsaio_req *r, int64_t res,
 		u->rel_slots[u->nrel++] = slot_of(r) - 1;
 	r->exec_ = 0;
 	atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-	u->ctx->ops->done(u->ctx, r, res, b);
+	u->x->ops->done(u->x->arg, r, res, b);
 }
 
 /* One CQE of a request: continue, or complete. Under owner. */
 void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			struct fsaio__batch *b)
 {
-	struct fsaio_ctx *ctx = u->ctx;
+	struct fsaio__uring_exec *x = u->x;
 	int ret;
 
 	/* Pairs with the release store of WAITING in queue(): what the
@@ -321,7 +336,7 @@ void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	(void)fsaio__state_get(r);
 	if (res > 0) {
 		r->done_ += (uint64_t)res;
-		FSAIO__INC(ctx, bytes_uring, (uint64_t)res);
+		FSAIO__COUNT(x->st, bytes_uring, (uint64_t)res);
 	}
 	/* Its FILES_UPDATE failed (the fd was closed before the submit
 	 * reached the kernel): it ran on the emptied slot, and failed. */
@@ -359,7 +374,7 @@ void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			/* The ring refused the remainder: the pool carries it
 			 * (r holds a duplicate fd). */
 			atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-			ctx->ops->punt(ctx, r);
+			x->ops->punt(x->arg, r);
 		} else {
 			/* Only the ring holds r's file: what was done, or why not. */
 			finish(u, r, fsaio__result(r, ret), b);
@@ -383,19 +398,18 @@ static void publish(struct fsaio__uring *u)
 }
 
 /*
- * The one io_uring_enter of an fsaio_submit call. The SQEs are published
+ * The one io_uring_enter of a caller's batch (an fsaio_submit call). The SQEs are published
  * under sq_lock and the kernel is entered without it: the enter pays the
  * device's doorbell, and the harvester must not wait for that to give back
  * slots. The kernel takes its SQ in order whoever enters, so an enter of
  * another thread meanwhile may submit ours, and ours its. A refused enter
  * leaves the SQEs for the next one (pending).
  */
-void fsaio__uring_flush(struct fsaio_ctx *ctx)
+void fsaio__uring_flush(struct fsaio__uring_exec *x)
 {
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct fsaio__uring *u = fsaio__ring_live(x);
 
-	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE ||
-	    !atomic_load_explicit(&u->pending, memory_order_relaxed))
+	if (!u || !atomic_load_explicit(&u->pending, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&u->sq_lock);
 	publish(u);
@@ -415,25 +429,27 @@ void fsaio__uring_flush(struct fsaio_ctx *ctx)
 	}
 }
 
-int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer)
+void fsaio__uring_need(struct fsaio__uring_exec *x, int delta)
 {
-	struct fsaio__uring *u = fsaio__ring_get(ctx);
+	struct fsaio__uring *u;
 
-	if (!u)
-		return -EOPNOTSUPP;
-	r->hints_ &= ~(uint64_t)FSAIO__HINT_EFAULT_RETRY;
-	return fsaio__ring_queue(u, r, false, defer);
+	if (atomic_fetch_add(&x->needs, delta) > 0 || delta <= 0)
+		return;
+	/* Dekker with queue(): it bumps inflight, then reads needs. */
+	u = fsaio__ring_live(x);
+	if (u && atomic_load(&u->inflight))
+		fsaio__ring_wake_thread(u);
 }
 
-int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
+int fsaio__uring_cancel(struct fsaio__uring_exec *x, struct fsaio_req *r)
 {
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct fsaio__uring *u = fsaio__ring_live(x);
 	struct fsaio__cancel_wait w = { .done = 0, .res = 0 };
 	struct io_uring_sqe *sqe = NULL;
 	unsigned slot = CANCEL_MAX;
 	int ret;
 
-	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
+	if (!u)
 		return -EBUSY;
 	pthread_mutex_lock(&u->sq_lock);
 	for (unsigned i = 0; i < CANCEL_MAX && slot == CANCEL_MAX; i++)
@@ -457,11 +473,11 @@ int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		return -EBUSY;
 	/* The answer comes with whoever harvests: the thread, if no caller
 	 * drives. */
-	fsaio__drive_need(ctx, 1);
+	fsaio__uring_need(x, 1);
 	fsaio__ring_wake_thread(u);
 	while (!atomic_load_explicit(&w.done, memory_order_acquire))
 		syscall(SYS_futex, &w.done, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-	fsaio__drive_need(ctx, -1);
+	fsaio__uring_need(x, -1);
 	/* -ENOENT: between two pieces, or completing; -EALREADY: at the device.
 	 * Then the request goes on, and a later stray -ECANCELED (a submitting
 	 * thread that exits) must be resubmitted, not taken as ours. */
