@@ -12,8 +12,8 @@
  * a request in the ring is reported exactly once (ops->done, or ops->punt
  * when only a worker can go on).
  *
- * Binding: each request holds a fixed-file slot (bind_slot) from its first
- * SQE to its completion, so every SQE of it reaches the file it named.
+ * Binding: each request holds a fixed-file slot (uring_slots.c) from its
+ * first SQE to its completion, so every SQE of it reaches the file it named.
  *
  * Locks: sq_lock serialises the SQ side, the slots and `stopping`; it is a
  * leaf (completions are posted after it is dropped). The CQ side belongs
@@ -46,13 +46,6 @@
 
 #include "uring_ring.h"
 
-/* exec_ of a request in the ring: its fixed-file slot + 1, or 0; above
- * bit 32, the error of a FILES_UPDATE that failed. */
-static unsigned slot_of(const struct fsaio_req *r)
-{
-	return (unsigned)(uint32_t)r->exec_;
-}
-
 /* Fill sqe for what remains of r. Called under sq_lock: the iovec copy in
  * tmp need only live until io_uring_submit returns (IORING_FEAT_SUBMIT_STABLE,
  * checked at setup). */
@@ -61,7 +54,7 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 	/* RWF_HIPRI needs an IOPOLL ring (EINVAL otherwise): it is a hint. */
 	int rwf = r->rw_flags & ~RWF_HIPRI;
 	uint64_t off = (uint64_t)r->offset + r->done_;
-	int fd = slot_of(r) ? (int)slot_of(r) - 1 : fsaio__fd(r);
+	int fd = fsaio__ring_slot_of(r) ? (int)fsaio__ring_slot_of(r) - 1 : fsaio__fd(r);
 
 	if (!fsaio__is_rw(r)) {
 		io_uring_prep_fsync(sqe, fd, r->opcode == FSAIO_OP_FDSYNC ?
@@ -86,7 +79,7 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 			io_uring_prep_readv(sqe, fd, iov, (unsigned)cnt, off);
 		sqe->rw_flags = rwf;
 	}
-	if (slot_of(r))
+	if (fsaio__ring_slot_of(r))
 		sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data(sqe, r);
 }
@@ -120,84 +113,6 @@ int fsaio__ring_flush(struct fsaio__uring *u)
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
 			return ret;
 	}
-}
-
-/*
- * Bind r to its file for its whole life in the ring, as the kernel's AIO
- * holds a file reference: a free slot of the ring's fixed-file table gets
- * the caller's fd by a FILES_UPDATE just before r's first SQE, in the same
- * io_uring_enter, and every SQE of r names the slot. The two are not
- * linked (a linked SQE is issued later, from task work, outside the
- * submission's plug: one device doorbell per request); the kernel issues
- * them in order, and a FILES_UPDATE completes at its issue. So that a
- * failed update (the fd closed meanwhile) cannot leave r on the slot's
- * previous file, a FILES_UPDATE of -1 empties the slot first: r then fails
- * with -EBADF, and the bind's error CQE (TAG_BIND, before r's) says why.
- * Nothing is paid outside that enter. A slot is given back at r's
- * completion and keeps its file until it is reused or the ring has stayed
- * idle a while (clear_slots). Free slots are a stack, so a ring at depth k
- * uses the lowest k slots and slot_hi bounds what a clear rewrites. Where
- * no table could be registered, or all of a table smaller than the
- * context's depth are taken, r holds a duplicate fd (fsaio__bind).
- * Under sq_lock, with three SQEs free. 0 or -errno.
- */
-static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_uring_sqe **out)
-{
-	static int no_file = -1;
-	struct io_uring_sqe *sqe;
-	uint32_t slot;
-
-	out[0] = out[1] = NULL;
-	if (!u->nslots)
-		return fsaio__bind(r);
-	if (!u->nfree)
-		return u->nslots < u->x->depth ? fsaio__bind(r) : -EAGAIN;
-	slot = u->free_slots[--u->nfree];
-	if (slot >= u->slot_hi)
-		u->slot_hi = slot + 1;
-	u->slot_fd[slot] = fsaio__fd(r);
-	out[0] = sqe = io_uring_get_sqe(&u->ring);
-	io_uring_prep_files_update(sqe, &no_file, 1, (int)slot);
-	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_IGNORE);
-	out[1] = sqe = io_uring_get_sqe(&u->ring);
-	io_uring_prep_files_update(sqe, &u->slot_fd[slot], 1, (int)slot);
-	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)r | TAG_BIND));
-	r->exec_ = slot + 1;
-	return 0;
-}
-
-/* The slots of the requests a harvest round finished are free again (still
- * holding their files), in one round of sq_lock. Under owner. */
-void fsaio__ring_release_slots(struct fsaio__uring *u)
-{
-	if (!u->nrel)
-		return;
-	pthread_mutex_lock(&u->sq_lock);
-	for (unsigned i = 0; i < u->nrel; i++)
-		u->free_slots[u->nfree++] = u->rel_slots[i];
-	atomic_store_explicit(&u->dirty, true, memory_order_relaxed);
-	pthread_mutex_unlock(&u->sq_lock);
-	u->nrel = 0;
-}
-
-/* With nothing in the ring, drop the files free slots still hold, so a file
- * the caller closed is not kept open by the engine: the slots used since
- * the last clear, [0, slot_hi). */
-void fsaio__ring_clear_slots(struct fsaio__uring *u)
-{
-	pthread_mutex_lock(&u->sq_lock);
-	if (atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
-	    !atomic_load_explicit(&u->inflight, memory_order_relaxed)) {
-		for (unsigned i = 0; i < u->slot_hi; i++)
-			u->slot_fd[i] = -1;
-		/* Under sq_lock: no slot can be handed out meanwhile. */
-		(void)io_uring_register_files_update(&u->ring, 0, u->slot_fd, u->slot_hi);
-		u->slot_hi = 0;
-		atomic_store_explicit(&u->dirty, false, memory_order_relaxed);
-	}
-	pthread_mutex_unlock(&u->sq_lock);
 }
 
 static void futex_wake(_Atomic uint32_t *w, int n)
@@ -245,7 +160,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	}
 	if (!again)
 		r->exec_ = 0;
-	if (!again && (ret = bind_slot(u, r, bind))) {
+	if (!again && (ret = fsaio__ring_bind_slot(u, r, bind))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
 	}
@@ -280,7 +195,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 				io_uring_prep_nop(bind[i]);
 				io_uring_sqe_set_data(bind[i], NULL);
 			}
-			u->free_slots[u->nfree++] = slot_of(r) - 1;
+			u->free_slots[u->nfree++] = fsaio__ring_slot_of(r) - 1;
 			r->exec_ = 0;
 		}
 	}
@@ -316,8 +231,8 @@ static void finish(struct fsaio__uring *u, struct fsaio_req *r, int64_t res,
 {
 	/* The slot is given back before the round's events are posted: the
 	 * caller may submit again as soon as it reaps. */
-	if (slot_of(r))
-		u->rel_slots[u->nrel++] = slot_of(r) - 1;
+	if (fsaio__ring_slot_of(r))
+		u->rel_slots[u->nrel++] = fsaio__ring_slot_of(r) - 1;
 	r->exec_ = 0;
 	atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 	u->x->ops->done(u->x->arg, r, res, b);
@@ -370,7 +285,7 @@ void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			return;
 		if (ret == -ESHUTDOWN) {
 			finish(u, r, -ECANCELED, b);
-		} else if (!slot_of(r)) {
+		} else if (!fsaio__ring_slot_of(r)) {
 			/* The ring refused the remainder: the pool carries it
 			 * (r holds a duplicate fd). */
 			atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);

@@ -37,37 +37,6 @@ static bool sysctl_disabled(void)
 	return c == '2';
 }
 
-/* One fixed-file slot per request the context can have in flight; without
- * them (memory, or a kernel without sparse tables) requests hold dups. The
- * kernel refuses a table larger than RLIMIT_NOFILE: a deeper context gets
- * the largest it allows (halving down to SQ_MAX), and its requests beyond
- * that many hold dups (bind_slot). */
-static void init_slots(struct fsaio__uring *u, unsigned n)
-{
-	while (io_uring_register_files_sparse(&u->ring, n) != 0)
-		if ((n /= 2) < SQ_MAX)
-			return;
-	u->slot_fd = malloc(n * sizeof(*u->slot_fd));
-	u->free_slots = malloc(n * sizeof(*u->free_slots));
-	if (u->slot_fd && u->free_slots) {
-		for (unsigned i = 0; i < n; i++)
-			u->free_slots[i] = n - 1 - i;
-		u->nfree = u->nslots = n;
-		return;
-	}
-	(void)io_uring_unregister_files(&u->ring);
-	free(u->slot_fd);
-	free(u->free_slots);
-	u->slot_fd = NULL;
-	u->free_slots = NULL;
-}
-
-static void free_tables(struct fsaio__uring *u)
-{
-	free(u->slot_fd);
-	free(u->free_slots);
-}
-
 static struct fsaio__uring *ring_create(struct fsaio__uring_exec *x)
 {
 	struct io_uring_params p;
@@ -128,7 +97,7 @@ static struct fsaio__uring *ring_create(struct fsaio__uring_exec *x)
 	atomic_store_explicit(&uring_sys, 1, memory_order_relaxed);
 	u->x = x;
 	u->ext_arg = p.features & IORING_FEAT_EXT_ARG;
-	init_slots(u, x->depth);
+	fsaio__ring_slots_init(u, x->depth);
 	pthread_mutex_init(&u->sq_lock, NULL);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -137,7 +106,7 @@ static struct fsaio__uring *ring_create(struct fsaio__uring_exec *x)
 	if (ret) {
 		pthread_mutex_destroy(&u->sq_lock);
 		io_uring_queue_exit(&u->ring);
-		free_tables(u);
+		fsaio__ring_slots_free(u);
 		free(u);
 		return NULL;
 	}
@@ -227,7 +196,7 @@ void fsaio__uring_stop(struct fsaio__uring_exec *x)
 	io_uring_queue_exit(&u->ring);
 	pthread_mutex_destroy(&u->sq_lock);
 	atomic_store_explicit(&x->ring, NULL, memory_order_relaxed);
-	free_tables(u);
+	fsaio__ring_slots_free(u);
 	free(u);
 }
 
@@ -239,6 +208,6 @@ void fsaio__uring_forget(struct fsaio__uring_exec *x)
 		return;
 	/* The parent's thread does not exist here: unmap and close only. */
 	io_uring_queue_exit(&u->ring);
-	free_tables(u);
+	fsaio__ring_slots_free(u);
 	free(u);
 }
