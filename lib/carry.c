@@ -103,11 +103,11 @@ static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__
 		ring = false;
 		break;
 	case FSAIO_BACKEND_URING:
-		ring = fsaio__uring_usable(ctx);
+		ring = fsaio__uring_usable(p->uring);
 		break;
 	default:
 		ring = !fsaio__is_write(r) && (left < STARTED_MIN ||
-		       (left > STARTED_MAX && left <= AUTO_RING_MAX)) && fsaio__uring_usable(ctx);
+		       (left > STARTED_MAX && left <= AUTO_RING_MAX)) && fsaio__uring_usable(p->uring);
 		break;
 	}
 	switch (why) {
@@ -214,7 +214,7 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 		case RING:
 			/* r may be complete and reused once queued: read done_ first. */
 			partial = r->done_ != 0;
-			if (fsaio__uring_queue(ctx, r, b != NULL) == 0) {
+			if (fsaio__uring_queue(fsaio__parts(ctx)->uring, r, b != NULL) == 0) {
 				if (partial)
 					FSAIO__INC(ctx, partial_inline, 1);
 				return 0;
@@ -268,6 +268,13 @@ int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r)
 
 	FSAIO__INC(ctx, bytes_worker, r->done_ - before);
 	return res;
+}
+
+/* Take back r where it waits in the ring (the file and O_DIRECT methods'
+ * cancel): 0 if it will end -ECANCELED, -EBUSY if too late. */
+int fsaio__carry_ring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	return fsaio__uring_cancel(fsaio__parts(ctx)->uring, r);
 }
 
 /* The ring or the poller cannot go on with r: a worker carries the rest,

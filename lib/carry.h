@@ -26,7 +26,8 @@ uint32_t fsaio__backend_param(uint32_t param);      /* the param or FSAIO_BACKEN
  */
 int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b,
 		 enum fsaio__why why);
-int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r);   /* exec_ops.run */
-void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r);     /* exec_ops.punt */
+int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r);   /* the pool's run */
+void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r);     /* executors' punt */
+int fsaio__carry_ring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r); /* a method's cancel */
 
 #endif /* FSAIO_CARRY_H */

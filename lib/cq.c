@@ -82,13 +82,15 @@ static void futex_wake_all(_Atomic uint32_t *word)
 }
 
 /* After the waiters' word moved: seq, or a delivery hook's own (Dekker
- * with uring_reap.c: it sets ring_waiter, then reads the word). The
+ * with the ring's waiter, uring.h: it sets the flag, then reads the word). The
  * waiter clears the flag itself; exchanging it here makes one poster of
  * many kick. The poster is never the waiter: it posts only
  * outside the ring. */
 static void kick_ring_waiter(struct fsaio_ctx *ctx)
 {
-	if (atomic_load(&ctx->cq.ring_waiter) && atomic_exchange(&ctx->cq.ring_waiter, false))
+	_Atomic bool *w = ctx->cq.ring_waiter;
+
+	if (atomic_load(w) && atomic_exchange(w, false))
 		ctx->cq.kick(ctx);
 }
 

@@ -17,9 +17,11 @@ struct fsaio__cq {
 				 * unless complete_cb), seq_cst */
 	unsigned sleepers;      /* lock: threads gone to sleep on seq since the
 				 * last wake-up; a post wakes only when > 0 */
-	/* seq_cst: a caller waits in the io_uring ring (uring_reap.c); a post
-	 * from another thread wakes it with kick (immutable, set by ctx.c). */
-	_Atomic bool ring_waiter;
+	/* Immutable, set by ctx.c: the io_uring executor's flag that a caller
+	 * waits in the ring (seq_cst; its Dekker rule in uring.h), and kick,
+	 * which wakes that caller: a post moves seq (or the delivery hook
+	 * its word), then reads the flag. */
+	_Atomic bool *ring_waiter;
 	void (*kick)(struct fsaio_ctx *ctx);
 	int efd;                /* lock: -1 until fsaio_event_fd() asks for it */
 	bool efd_set;           /* lock: efd holds a non-zero count */

@@ -60,13 +60,14 @@ static const struct fsaio__pool_ops pool_ops = {
 	.done = pool_done,
 };
 
-/* The poller's work and reports: step a pollable request, complete or
- * punt it (arg: the ctx). */
+/* The poller's work: step a pollable request (arg: the ctx). */
 static int64_t poller_step(void *arg, struct fsaio_req *r)
 {
 	return fsaio__pollable_step(arg, r);
 }
 
+/* The poller's and the ring's reports: complete, post a batch, punt to a
+ * worker (arg: the ctx). */
 static void exec_done(void *arg, struct fsaio_req *r, int64_t res, struct fsaio__batch *b)
 {
 	fsaio__complete(arg, r, res, b);
@@ -89,11 +90,17 @@ static const struct fsaio__poller_ops poller_ops = {
 	.punt = exec_punt,
 };
 
-/* The ring's reports (see struct fsaio__exec_ops). */
-static const struct fsaio__exec_ops exec_ops = {
-	.done = fsaio__complete,
-	.punt = fsaio__carry_punt,
+static const struct fsaio__uring_ops uring_ops = {
+	.done = exec_done,
+	.flush = exec_flush,
+	.punt = exec_punt,
 };
+
+/* The completion queue's hook: wake a caller waiting in the ring. */
+static void cq_kick(struct fsaio_ctx *ctx)
+{
+	fsaio__uring_kick(&ctx->uring);
+}
 
 /* The readahead's hooks to the pool (struct fsaio__readahead). */
 static void ra_queue_job(void *arg, struct fsaio__job *job)
@@ -167,7 +174,7 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	ctx->parts.ra = &ctx->ra;
 	ctx->parts.poller = &ctx->poller;
 	ctx->parts.pool = &ctx->pool;
-	ctx->ops = &exec_ops;
+	ctx->parts.uring = &ctx->uring;
 	ctx->depth = p->queue_depth ? p->queue_depth : DEFAULT_DEPTH;
 	ctx->complete_cb = p->complete;
 	ctx->complete_arg = p->complete_arg;
@@ -178,7 +185,9 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	ret = fsaio__cq_init(&ctx->cq, ctx->complete_cb ? 1 : ctx->depth);
 	if (ret)
 		goto out_fdt;
-	ctx->cq.kick = fsaio__uring_kick;
+	fsaio__uring_init(&ctx->uring, ctx->depth, &uring_ops, ctx, &ctx->st);
+	ctx->cq.ring_waiter = &ctx->uring.waiter;
+	ctx->cq.kick = cq_kick;
 	fsaio__poller_init(&ctx->poller, &poller_ops, ctx, &ctx->st);
 	ret = fsaio__pool_init(&ctx->pool, p->workers ? p->workers :
 			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS),
@@ -222,7 +231,7 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 	if (!fsaio__ctx_ok(ctx)) {
 		/* A forked child: the workers are not ours and the locks may be
 		 * held by threads that do not exist here. Free memory only. */
-		fsaio__uring_forget(ctx);
+		fsaio__uring_forget(&ctx->uring);
 		fsaio__poller_forget(&ctx->poller);
 		fsaio__ra_fini(&ctx->ra);
 		fsaio__pool_forget(&ctx->pool);
@@ -234,7 +243,7 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 	}
 	/* The ring and the poller first: their threads may hand a remainder
 	 * to the pool. */
-	fsaio__uring_stop(ctx);
+	fsaio__uring_stop(&ctx->uring);
 	fsaio__poller_stop(&ctx->poller);
 	fsaio__pool_stop(&ctx->pool);
 	fsaio__ra_fini(&ctx->ra);    /* after the workers that run its prefetch jobs */

@@ -3,7 +3,7 @@
  * DESIGN: waiting for events (fsaio_getevents) and the eventfd.
  *
  * A caller short of events first carries the io_uring ring itself
- * (fsaio__drive): it harvests the CQEs there are and sleeps in
+ * (fsaio__uring_drive): it harvests the CQEs there are and sleeps in
  * io_uring_enter, so a ring completion reaches it without a thread hop.
  * When the ring is not its to carry (no requests there, another caller
  * carries it, or an eventfd user keeps the ring's thread at it), it sleeps
@@ -60,9 +60,9 @@ static int sleep_on_cq(struct fsaio_ctx *ctx, uint32_t seen, int64_t deadline)
 	cq->sleepers++;
 	FSAIO__INC(ctx, reaper_sleeps, 1);
 	pthread_mutex_unlock(&cq->lock);
-	fsaio__drive_need(ctx, 1);
+	fsaio__uring_need(&ctx->uring, 1);
 	r = syscall(SYS_futex, &cq->seq, FUTEX_WAIT_PRIVATE, seen, relp, NULL, 0);
-	fsaio__drive_need(ctx, -1);
+	fsaio__uring_need(&ctx->uring, -1);
 	pthread_mutex_lock(&cq->lock);
 	return r < 0 && errno == EINTR ? -EINTR : 0;
 }
@@ -101,7 +101,7 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 			break;
 		seen = atomic_load(&cq->seq);
 		pthread_mutex_unlock(&cq->lock);
-		r = fsaio__drive(ctx, &cq->seq, seen, expired ? 0 : deadline);
+		r = fsaio__uring_drive(&ctx->uring, &cq->seq, seen, expired ? 0 : deadline);
 		pthread_mutex_lock(&cq->lock);
 		polled = expired;
 		if (r == -EAGAIN && !expired)
@@ -139,6 +139,28 @@ FSAIO__API int fsaio_event_fd(fsaio_ctx_t *ctx)
 		return -EINVAL;
 	fd = fsaio__cq_efd(&ctx->cq, &created);
 	if (created)
-		fsaio__drive_need(ctx, 1);
+		fsaio__uring_need(&ctx->uring, 1);
 	return fd;
+}
+
+/* The drop-ins' way to the context's ring (dropin.h). */
+int fsaio__drive(fsaio_ctx_t *ctx, const _Atomic uint32_t *word, uint32_t seen, int64_t deadline)
+{
+	return fsaio__uring_drive(&ctx->uring, word, seen, deadline);
+}
+
+int fsaio__drive_cancellable(fsaio_ctx_t *ctx, const _Atomic uint32_t *word, uint32_t seen,
+			     int64_t deadline)
+{
+	return fsaio__uring_drive_cancellable(&ctx->uring, word, seen, deadline);
+}
+
+void fsaio__drive_need(fsaio_ctx_t *ctx, int delta)
+{
+	fsaio__uring_need(&ctx->uring, delta);
+}
+
+void fsaio__drive_kick(fsaio_ctx_t *ctx)
+{
+	fsaio__uring_kick(&ctx->uring);
 }

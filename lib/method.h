@@ -51,7 +51,7 @@ static inline int fsaio__poll_file(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	return 0;
 }
 
-/* The poller's non-blocking retry of r's remainder (exec_ops.step): the
+/* The poller's non-blocking retry of r's remainder (its ops.step): the
  * event's res, or FSAIO__STEP_AGAIN / FSAIO__STEP_POOL. */
 int64_t fsaio__pollable_step(struct fsaio_ctx *ctx, struct fsaio_req *r);
 

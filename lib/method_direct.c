@@ -27,7 +27,6 @@
 #include "method.h"
 #include "rw.h"
 #include "req.h"
-#include "uring.h"
 
 static int direct_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		 struct fsaio__batch *b)
@@ -57,5 +56,5 @@ static int direct_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio
 
 const struct fsaio__method fsaio__method_direct = {
 	.start = direct_start,
-	.cancel = fsaio__uring_cancel,
+	.cancel = fsaio__carry_ring_cancel,
 };

@@ -41,7 +41,6 @@
 #include "readahead.h"
 #include "req.h"
 #include "rw.h"
-#include "uring.h"
 
 /* Requests at least this large are probed before their first attempt: a
  * NOWAIT miss of 64 KiB already starts I/O and costs the submitter tens of
@@ -247,5 +246,5 @@ static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 
 const struct fsaio__method fsaio__method_file = {
 	.start = file_start,
-	.cancel = fsaio__uring_cancel,  /* misses carried by io_uring (uring.c) */
+	.cancel = fsaio__carry_ring_cancel,  /* misses carried by io_uring (uring.c) */
 };

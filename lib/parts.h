@@ -19,6 +19,7 @@ struct fsaio__fdtable;
 struct fsaio__readahead;
 struct fsaio__poller;
 struct fsaio__pool;
+struct fsaio__uring_exec;
 
 struct fsaio__parts {
 	unsigned fork_gen;      /* immutable: fsaio__fork_gen at creation (fork.h) */
@@ -30,6 +31,7 @@ struct fsaio__parts {
 	struct fsaio__readahead *ra;
 	struct fsaio__poller *poller;
 	struct fsaio__pool *pool;
+	struct fsaio__uring_exec *uring;
 	/* carry.c: relaxed; sampling of the reads offered to the ring untried */
 	_Atomic unsigned straight_seq;
 };

@@ -201,7 +201,7 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		FSAIO__INC(ctx, requests, 1);
 	}
 	if (flush)
-		fsaio__uring_flush(ctx);
+		fsaio__uring_flush(&ctx->uring);
 	if (cs == FSAIO__CS_LAZY && b.cs != FSAIO__CS_LAZY)
 		fsaio__nocancel_end(b.cs);
 	fsaio__batch_flush(ctx, &b);
@@ -236,7 +236,7 @@ void fsaio__submit_end(fsaio_ctx_t *ctx)
 	int saved = errno;
 
 	if (fsaio__ctx_ok(ctx))
-		fsaio__uring_flush(ctx);
+		fsaio__uring_flush(&ctx->uring);
 	errno = saved;
 }
 

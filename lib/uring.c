@@ -1,22 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * DESIGN: the io_uring ring of a context, and who carries a miss.
+ * DESIGN: the io_uring executor's ring, request by request.
  *
- * Owns: one ring per context, created on first use: the SQ side here,
- * what one CQE of a request means (on_req), and cancellation. Who harvests
- * the CQEs (a caller waiting for events, or the completion thread
- * fsaio-uring) is uring_reap.c's. A short result or an interruption nobody
- * asked for is continued from req->done_ by whoever harvests it, so a
- * request in the ring ends in exactly one event.
+ * Owns: the SQ side of the ring (struct fsaio__uring_exec's, created on
+ * first use by uring_setup.c), what one CQE of a request means (on_req),
+ * cancellation, the waiters that rely on the ring's thread (needs) and
+ * waking that thread. Who harvests the CQEs (a caller waiting for events,
+ * or the completion thread fsaio-uring) is uring_reap.c's; it calls down
+ * into this file, never the other way. A short result or an interruption
+ * nobody asked for is continued from req->done_ by whoever harvests it, so
+ * a request in the ring is reported exactly once (ops->done, or ops->punt
+ * when only a worker can go on).
  *
- * Binding: each request holds a fixed-file slot (bind_slot) from its first
- * SQE to its completion, so every SQE of it reaches the file it named.
+ * Binding: each request holds a fixed-file slot (uring_slots.c) from its
+ * first SQE to its completion, so every SQE of it reaches the file it named.
  *
  * Locks: sq_lock serialises the SQ side, the slots and `stopping`; it is a
  * leaf (completions are posted after it is dropped). The CQ side belongs
- * to the holder of u->owner (uring_reap.c). ctx->uring goes NULL ->
+ * to the holder of u->owner (uring_reap.c). x->ring goes NULL ->
  * CREATING -> ring (or UNAVAILABLE) by CAS; a submitter that sees CREATING
- * uses the pool for that request.
+ * is refused, and carries that request another way.
  *
  * Cancel: an async cancel, waited for (0: the request ends -ECANCELED;
  * -EALREADY/-ENOENT: -EBUSY). uring.cancels lists the caller's cancels: any
@@ -25,9 +28,9 @@
  * an exiting submitter ends that way); a second -EFAULT is real.
  *
  * Unavailable io_uring (io_uring_disabled = 2, or ENOSYS/EPERM/EACCES from
- * setup) is found once per process; every later context uses the pool.
- * Whether a request comes here at all (the backend, its size) is carry.c's
- * decision; the ring only queues what it is given.
+ * setup) is found once per process; every later ring refuses at once.
+ * Whether a request comes here at all is the owner's decision (carry.c);
+ * the ring only queues what it is given.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,15 +44,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "dropin.h"
 #include "uring_ring.h"
-
-/* exec_ of a request in the ring: its fixed-file slot + 1, or 0; above
- * bit 32, the error of a FILES_UPDATE that failed. */
-static unsigned slot_of(const struct fsaio_req *r)
-{
-	return (unsigned)(uint32_t)r->exec_;
-}
 
 /* Fill sqe for what remains of r. Called under sq_lock: the iovec copy in
  * tmp need only live until io_uring_submit returns (IORING_FEAT_SUBMIT_STABLE,
@@ -59,7 +54,7 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 	/* RWF_HIPRI needs an IOPOLL ring (EINVAL otherwise): it is a hint. */
 	int rwf = r->rw_flags & ~RWF_HIPRI;
 	uint64_t off = (uint64_t)r->offset + r->done_;
-	int fd = slot_of(r) ? (int)slot_of(r) - 1 : fsaio__fd(r);
+	int fd = fsaio__ring_slot_of(r) ? (int)fsaio__ring_slot_of(r) - 1 : fsaio__fd(r);
 
 	if (!fsaio__is_rw(r)) {
 		io_uring_prep_fsync(sqe, fd, r->opcode == FSAIO_OP_FDSYNC ?
@@ -84,7 +79,7 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 			io_uring_prep_readv(sqe, fd, iov, (unsigned)cnt, off);
 		sqe->rw_flags = rwf;
 	}
-	if (slot_of(r))
+	if (fsaio__ring_slot_of(r))
 		sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data(sqe, r);
 }
@@ -120,90 +115,25 @@ int fsaio__ring_flush(struct fsaio__uring *u)
 	}
 }
 
-/*
- * Bind r to its file for its whole life in the ring, as the kernel's AIO
- * holds a file reference: a free slot of the ring's fixed-file table gets
- * the caller's fd by a FILES_UPDATE just before r's first SQE, in the same
- * io_uring_enter, and every SQE of r names the slot. The two are not
- * linked (a linked SQE is issued later, from task work, outside the
- * submission's plug: one device doorbell per request); the kernel issues
- * them in order, and a FILES_UPDATE completes at its issue. So that a
- * failed update (the fd closed meanwhile) cannot leave r on the slot's
- * previous file, a FILES_UPDATE of -1 empties the slot first: r then fails
- * with -EBADF, and the bind's error CQE (TAG_BIND, before r's) says why.
- * Nothing is paid outside that enter. A slot is given back at r's
- * completion and keeps its file until it is reused or the ring has stayed
- * idle a while (clear_slots). Free slots are a stack, so a ring at depth k
- * uses the lowest k slots and slot_hi bounds what a clear rewrites. Where
- * no table could be registered, or all of a table smaller than the
- * context's depth are taken, r holds a duplicate fd (fsaio__bind).
- * Under sq_lock, with three SQEs free. 0 or -errno.
- */
-static int bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_uring_sqe **out)
+static void futex_wake(_Atomic uint32_t *w, int n)
 {
-	static int no_file = -1;
-	struct io_uring_sqe *sqe;
-	uint32_t slot;
-
-	out[0] = out[1] = NULL;
-	if (!u->nslots)
-		return fsaio__bind(r);
-	if (!u->nfree)
-		return u->nslots < u->ctx->depth ? fsaio__bind(r) : -EAGAIN;
-	slot = u->free_slots[--u->nfree];
-	if (slot >= u->slot_hi)
-		u->slot_hi = slot + 1;
-	u->slot_fd[slot] = fsaio__fd(r);
-	out[0] = sqe = io_uring_get_sqe(&u->ring);
-	io_uring_prep_files_update(sqe, &no_file, 1, (int)slot);
-	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)UD_IGNORE);
-	out[1] = sqe = io_uring_get_sqe(&u->ring);
-	io_uring_prep_files_update(sqe, &u->slot_fd[slot], 1, (int)slot);
-	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)r | TAG_BIND));
-	r->exec_ = slot + 1;
-	return 0;
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/* The slots of the requests a harvest round finished are free again (still
- * holding their files), in one round of sq_lock. Under owner. */
-void fsaio__ring_release_slots(struct fsaio__uring *u)
+/* Wake the thread if it parks (uring_reap.c, park): park moves first. */
+void fsaio__ring_wake_thread(struct fsaio__uring *u)
 {
-	if (!u->nrel)
-		return;
-	pthread_mutex_lock(&u->sq_lock);
-	for (unsigned i = 0; i < u->nrel; i++)
-		u->free_slots[u->nfree++] = u->rel_slots[i];
-	atomic_store_explicit(&u->dirty, true, memory_order_relaxed);
-	pthread_mutex_unlock(&u->sq_lock);
-	u->nrel = 0;
-}
-
-/* With nothing in the ring, drop the files free slots still hold, so a file
- * the caller closed is not kept open by the engine: the slots used since
- * the last clear, [0, slot_hi). */
-void fsaio__ring_clear_slots(struct fsaio__uring *u)
-{
-	pthread_mutex_lock(&u->sq_lock);
-	if (atomic_load_explicit(&u->dirty, memory_order_relaxed) &&
-	    !atomic_load_explicit(&u->inflight, memory_order_relaxed)) {
-		for (unsigned i = 0; i < u->slot_hi; i++)
-			u->slot_fd[i] = -1;
-		/* Under sq_lock: no slot can be handed out meanwhile. */
-		(void)io_uring_register_files_update(&u->ring, 0, u->slot_fd, u->slot_hi);
-		u->slot_hi = 0;
-		atomic_store_explicit(&u->dirty, false, memory_order_relaxed);
-	}
-	pthread_mutex_unlock(&u->sq_lock);
+	atomic_fetch_add(&u->park, 1);
+	if (atomic_load(&u->parked))
+		futex_wake(&u->park, 1);
 }
 
 /* A request entered the ring: while a waiter relies on the thread, a
- * parked thread must carry it. Dekker with fsaio__drive_need: inflight was
+ * parked thread must carry it. Dekker with fsaio__uring_need: inflight was
  * raised first, then needs is read. */
 static void wake_for_waiters(struct fsaio__uring *u)
 {
-	if (atomic_load(&u->ctx->ring_needs) > 0 && atomic_load(&u->parked))
+	if (atomic_load(&u->x->needs) > 0 && atomic_load(&u->parked))
 		fsaio__ring_wake_thread(u);
 }
 
@@ -230,7 +160,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	}
 	if (!again)
 		r->exec_ = 0;
-	if (!again && (ret = bind_slot(u, r, bind))) {
+	if (!again && (ret = fsaio__ring_bind_slot(u, r, bind))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
 	}
@@ -251,7 +181,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	if (defer) {
 		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 		pthread_mutex_unlock(&u->sq_lock);
-		FSAIO__INC(u->ctx, uring_sqes, 1);
+		FSAIO__COUNT(u->x->st, uring_sqes, 1);
 		wake_for_waiters(u);
 		return 0;
 	}
@@ -265,7 +195,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 				io_uring_prep_nop(bind[i]);
 				io_uring_sqe_set_data(bind[i], NULL);
 			}
-			u->free_slots[u->nfree++] = slot_of(r) - 1;
+			u->free_slots[u->nfree++] = fsaio__ring_slot_of(r) - 1;
 			r->exec_ = 0;
 		}
 	}
@@ -273,7 +203,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	if (ret && !again)
 		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
 	if (!ret)
-		FSAIO__INC(u->ctx, uring_sqes, 1);
+		FSAIO__COUNT(u->x->st, uring_sqes, 1);
 	if (!ret && !again)
 		wake_for_waiters(u);
 	return ret;
@@ -301,18 +231,18 @@ static void finish(struct fsaio__uring *u, struct fsaio_req *r, int64_t res,
 {
 	/* The slot is given back before the round's events are posted: the
 	 * caller may submit again as soon as it reaps. */
-	if (slot_of(r))
-		u->rel_slots[u->nrel++] = slot_of(r) - 1;
+	if (fsaio__ring_slot_of(r))
+		u->rel_slots[u->nrel++] = fsaio__ring_slot_of(r) - 1;
 	r->exec_ = 0;
 	atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-	u->ctx->ops->done(u->ctx, r, res, b);
+	u->x->ops->done(u->x->arg, r, res, b);
 }
 
 /* One CQE of a request: continue, or complete. Under owner. */
 void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			struct fsaio__batch *b)
 {
-	struct fsaio_ctx *ctx = u->ctx;
+	struct fsaio__uring_exec *x = u->x;
 	int ret;
 
 	/* Pairs with the release store of WAITING in queue(): what the
@@ -321,7 +251,7 @@ void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	(void)fsaio__state_get(r);
 	if (res > 0) {
 		r->done_ += (uint64_t)res;
-		FSAIO__INC(ctx, bytes_uring, (uint64_t)res);
+		FSAIO__COUNT(x->st, bytes_uring, (uint64_t)res);
 	}
 	/* Its FILES_UPDATE failed (the fd was closed before the submit
 	 * reached the kernel): it ran on the emptied slot, and failed. */
@@ -355,11 +285,11 @@ void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			return;
 		if (ret == -ESHUTDOWN) {
 			finish(u, r, -ECANCELED, b);
-		} else if (!slot_of(r)) {
+		} else if (!fsaio__ring_slot_of(r)) {
 			/* The ring refused the remainder: the pool carries it
 			 * (r holds a duplicate fd). */
 			atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
-			ctx->ops->punt(ctx, r);
+			x->ops->punt(x->arg, r);
 		} else {
 			/* Only the ring holds r's file: what was done, or why not. */
 			finish(u, r, fsaio__result(r, ret), b);
@@ -383,19 +313,18 @@ static void publish(struct fsaio__uring *u)
 }
 
 /*
- * The one io_uring_enter of an fsaio_submit call. The SQEs are published
+ * The one io_uring_enter of a caller's batch (an fsaio_submit call). The SQEs are published
  * under sq_lock and the kernel is entered without it: the enter pays the
  * device's doorbell, and the harvester must not wait for that to give back
  * slots. The kernel takes its SQ in order whoever enters, so an enter of
  * another thread meanwhile may submit ours, and ours its. A refused enter
  * leaves the SQEs for the next one (pending).
  */
-void fsaio__uring_flush(struct fsaio_ctx *ctx)
+void fsaio__uring_flush(struct fsaio__uring_exec *x)
 {
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct fsaio__uring *u = fsaio__ring_live(x);
 
-	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE ||
-	    !atomic_load_explicit(&u->pending, memory_order_relaxed))
+	if (!u || !atomic_load_explicit(&u->pending, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&u->sq_lock);
 	publish(u);
@@ -415,25 +344,27 @@ void fsaio__uring_flush(struct fsaio_ctx *ctx)
 	}
 }
 
-int fsaio__uring_queue(struct fsaio_ctx *ctx, struct fsaio_req *r, bool defer)
+void fsaio__uring_need(struct fsaio__uring_exec *x, int delta)
 {
-	struct fsaio__uring *u = fsaio__ring_get(ctx);
+	struct fsaio__uring *u;
 
-	if (!u)
-		return -EOPNOTSUPP;
-	r->hints_ &= ~(uint64_t)FSAIO__HINT_EFAULT_RETRY;
-	return fsaio__ring_queue(u, r, false, defer);
+	if (atomic_fetch_add(&x->needs, delta) > 0 || delta <= 0)
+		return;
+	/* Dekker with queue(): it bumps inflight, then reads needs. */
+	u = fsaio__ring_live(x);
+	if (u && atomic_load(&u->inflight))
+		fsaio__ring_wake_thread(u);
 }
 
-int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
+int fsaio__uring_cancel(struct fsaio__uring_exec *x, struct fsaio_req *r)
 {
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct fsaio__uring *u = fsaio__ring_live(x);
 	struct fsaio__cancel_wait w = { .done = 0, .res = 0 };
 	struct io_uring_sqe *sqe = NULL;
 	unsigned slot = CANCEL_MAX;
 	int ret;
 
-	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
+	if (!u)
 		return -EBUSY;
 	pthread_mutex_lock(&u->sq_lock);
 	for (unsigned i = 0; i < CANCEL_MAX && slot == CANCEL_MAX; i++)
@@ -457,11 +388,11 @@ int fsaio__uring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r)
 		return -EBUSY;
 	/* The answer comes with whoever harvests: the thread, if no caller
 	 * drives. */
-	fsaio__drive_need(ctx, 1);
+	fsaio__uring_need(x, 1);
 	fsaio__ring_wake_thread(u);
 	while (!atomic_load_explicit(&w.done, memory_order_acquire))
 		syscall(SYS_futex, &w.done, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-	fsaio__drive_need(ctx, -1);
+	fsaio__uring_need(x, -1);
 	/* -ENOENT: between two pieces, or completing; -EALREADY: at the device.
 	 * Then the request goes on, and a later stray -ECANCELED (a submitting
 	 * thread that exits) must be resubmitted, not taken as ours. */

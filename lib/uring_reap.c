@@ -3,8 +3,8 @@
  * DESIGN: who turns the ring's CQEs into completions.
  *
  * Whoever holds u->owner harvests: a caller waiting for events
- * (fsaio__drive, from fsaio_getevents or a drop-in's getevents) or the
- * completion thread. A caller that waits sleeps in io_uring_enter itself,
+ * (fsaio__uring_drive, from fsaio_getevents or a drop-in's getevents) or
+ * the completion thread. A caller that waits sleeps in io_uring_enter itself,
  * so the kernel's completion wakes it directly and a completion costs no
  * thread hop and no futex wake. The thread carries the ring when nobody
  * drives: callback contexts, eventfd users, programs that read their events
@@ -22,8 +22,12 @@
  * caller drives; without a driver or a waiter that needs it, at most
  * STEP_BACK_NS late.
  *
- * A driver waiting in the ring sets cq.ring_waiter; a completion posted by
- * another thread (a worker, the poller) kicks it with a NOP.
+ * A driver waiting in the ring sets x->waiter; the owner of the word it
+ * waits on, posting a completion from another thread (a worker, the
+ * poller), kicks it with a NOP (fsaio__uring_kick; see uring.h).
+ *
+ * Calls down only: into uring.c (SQ side, slots, on_req, waking the
+ * thread); what is harvested leaves through x->ops.
  */
 #include <errno.h>
 #include <limits.h>
@@ -33,7 +37,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dropin.h"
 #include "monoclock.h"
 #include "uring_ring.h"
 
@@ -55,14 +58,6 @@ static void futex_wake(_Atomic uint32_t *w, int n)
 	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/* The context's live ring, or NULL. */
-static struct fsaio__uring *live(struct fsaio_ctx *ctx)
-{
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
-
-	return u == URING_CREATING || u == URING_UNAVAILABLE ? NULL : u;
-}
-
 /* A NOP whose CQE wakes whoever waits in the ring. */
 static void kick(struct fsaio__uring *u)
 {
@@ -77,13 +72,6 @@ static void kick(struct fsaio__uring *u)
 	pthread_mutex_unlock(&u->sq_lock);
 }
 
-void fsaio__ring_wake_thread(struct fsaio__uring *u)
-{
-	atomic_fetch_add(&u->park, 1);
-	if (atomic_load(&u->parked))
-		futex_wake(&u->park, 1);
-}
-
 /* Turn every CQE there is into its completion or continuation; how many
  * were requests' (counted before their events are posted, so a caller that
  * has its events sees them counted). Rounds of HARVEST_MAX CQEs: each ends
@@ -91,6 +79,7 @@ void fsaio__ring_wake_thread(struct fsaio__uring *u)
  * Under owner. */
 static unsigned harvest(struct fsaio__uring *u, bool by_caller)
 {
+	struct fsaio__uring_exec *x = u->x;
 	struct fsaio__batch b = { .n = 0 };
 	struct io_uring_cqe *cqes[HARVEST_MAX];
 	unsigned n, reqs = 0;
@@ -121,15 +110,16 @@ static unsigned harvest(struct fsaio__uring *u, bool by_caller)
 			} else if (ud && !(ud & TAG_MASK)) {
 				reqs++;
 				if (by_caller)
-					FSAIO__INC(u->ctx, ring_reaped_caller, 1);
+					FSAIO__COUNT(x->st, ring_reaped_caller, 1);
 				else
-					FSAIO__INC(u->ctx, ring_reaped_thread, 1);
+					FSAIO__COUNT(x->st, ring_reaped_thread, 1);
 				fsaio__ring_on_req(u, (struct fsaio_req *)ud, res, &b);
 			}
 		}
 		io_uring_cq_advance(&u->ring, n);
 		fsaio__ring_release_slots(u);
-		fsaio__batch_flush(u->ctx, &b);
+		if (b.n)
+			x->ops->flush(x->arg, &b);
 	} while (n == HARVEST_MAX);
 	return reqs;
 }
@@ -161,7 +151,7 @@ static int wait_owner(struct fsaio__uring *u, uint32_t was, int64_t ns)
 /* Whether the thread should leave the ring to the callers. */
 static bool step_back(struct fsaio__uring *u, uint32_t seen_drive)
 {
-	return !atomic_load(&u->stop) && atomic_load(&u->ctx->ring_needs) <= 0 &&
+	return !atomic_load(&u->stop) && atomic_load(&u->x->needs) <= 0 &&
 	       (atomic_load(&u->drivers) || atomic_load(&u->drive_seq) != seen_drive);
 }
 
@@ -170,9 +160,9 @@ static void park(struct fsaio__uring *u)
 	uint32_t seen = atomic_load(&u->park);
 
 	atomic_store(&u->parked, true);
-	/* Dekker with fsaio__drive_need and destroy: they change needs or
+	/* Dekker with fsaio__uring_need and stop: they change needs or
 	 * stop, then read parked. */
-	if (atomic_load(&u->ctx->ring_needs) <= 0 && !atomic_load(&u->stop))
+	if (atomic_load(&u->x->needs) <= 0 && !atomic_load(&u->stop))
 		(void)futex_wait(&u->park, seen, STEP_BACK_NS);
 	atomic_store(&u->parked, false);
 }
@@ -274,7 +264,7 @@ static void wait_unwound(void *arg)
 {
 	struct fsaio__uring *u = arg;
 
-	atomic_store(&u->ctx->cq.ring_waiter, false);
+	atomic_store(&u->x->waiter, false);
 	release_owner(u);
 	atomic_fetch_add(&u->drive_seq, 1);
 	atomic_fetch_sub(&u->drivers, 1);
@@ -300,28 +290,29 @@ static int wait_ring_cancellable(struct fsaio__uring *u, int64_t deadline)
 static int reap_once(struct fsaio__uring *u, const _Atomic uint32_t *word, uint32_t seen,
 		     int64_t deadline, bool cancellable)
 {
-	struct fsaio__cq *cq = &u->ctx->cq;
+	_Atomic bool *waiter = &u->x->waiter;
 	int ret;
 
 	if (harvest(u, true) || !deadline || atomic_load(word) != seen ||
 	    !atomic_load(&u->inflight))
 		return 0;
-	/* Dekker with fsaio__post: the word moves, then it reads ring_waiter. */
-	atomic_store(&cq->ring_waiter, true);
+	/* Dekker with the word's owner (uring.h, waiter): it moves the word,
+	 * then reads waiter. */
+	atomic_store(waiter, true);
 	if (atomic_load(word) != seen) {
-		atomic_store(&cq->ring_waiter, false);
+		atomic_store(waiter, false);
 		return 0;
 	}
 	ret = cancellable ? wait_ring_cancellable(u, deadline) : wait_ring(u, deadline);
-	atomic_store(&cq->ring_waiter, false);
+	atomic_store(waiter, false);
 	harvest(u, true);
 	return ret == -EINTR ? -EINTR : 0;
 }
 
-static int drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t seen,
+static int drive(struct fsaio__uring_exec *x, const _Atomic uint32_t *word, uint32_t seen,
 		 int64_t deadline, bool cancellable)
 {
-	struct fsaio__uring *u = live(ctx);
+	struct fsaio__uring *u = fsaio__ring_live(x);
 	uint32_t was;
 	int ret = 0;
 
@@ -333,11 +324,11 @@ static int drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t s
 
 		/* Another caller drives (it posts what comes), or the thread
 		 * stays for a waiter: sleep the caller's own way. */
-		if (was == OWN_CALLER || !deadline || atomic_load(&ctx->ring_needs) > 0 ||
+		if (was == OWN_CALLER || !deadline || atomic_load(&x->needs) > 0 ||
 		    atomic_load(&u->stop)) {
 			/* A poll cannot wait for the thread to leave: it asks,
 			 * and a later poll finds the ring free. */
-			if (was == OWN_THREAD && !deadline && atomic_load(&ctx->ring_needs) <= 0 &&
+			if (was == OWN_THREAD && !deadline && atomic_load(&x->needs) <= 0 &&
 			    !atomic_load(&u->stop)) {
 				atomic_fetch_add(&u->drive_seq, 1);
 				if (!atomic_exchange(&u->back_asked, true))
@@ -368,33 +359,21 @@ out:
 	return ret;
 }
 
-int fsaio__drive(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t seen,
-		 int64_t deadline)
+int fsaio__uring_drive(struct fsaio__uring_exec *x, const _Atomic uint32_t *word, uint32_t seen,
+		       int64_t deadline)
 {
-	return drive(ctx, word, seen, deadline, false);
+	return drive(x, word, seen, deadline, false);
 }
 
-int fsaio__drive_cancellable(struct fsaio_ctx *ctx, const _Atomic uint32_t *word, uint32_t seen,
-			     int64_t deadline)
+int fsaio__uring_drive_cancellable(struct fsaio__uring_exec *x, const _Atomic uint32_t *word,
+				   uint32_t seen, int64_t deadline)
 {
-	return drive(ctx, word, seen, deadline, true);
+	return drive(x, word, seen, deadline, true);
 }
 
-void fsaio__drive_need(struct fsaio_ctx *ctx, int delta)
+void fsaio__uring_kick(struct fsaio__uring_exec *x)
 {
-	struct fsaio__uring *u;
-
-	if (atomic_fetch_add(&ctx->ring_needs, delta) > 0 || delta <= 0)
-		return;
-	/* Dekker with queue(): it bumps inflight, then reads ring_needs. */
-	u = live(ctx);
-	if (u && atomic_load(&u->inflight))
-		fsaio__ring_wake_thread(u);
-}
-
-void fsaio__uring_kick(struct fsaio_ctx *ctx)
-{
-	struct fsaio__uring *u = live(ctx);
+	struct fsaio__uring *u = fsaio__ring_live(x);
 
 	if (u)
 		kick(u);

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the io_uring ring (uring.c: submission, completion, cancel;
- * uring_setup.c: creation, teardown, fixed-file slots).
+ * Private to the io_uring executor, whose files call only down:
+ * uring_setup.c (creation on first use, teardown, the entry that creates)
+ * above uring_reap.c (who harvests the CQEs: a waiting caller or the
+ * thread) above uring.c (the SQ side, what one CQE of a request means,
+ * cancel) above uring_slots.c (the fixed-file slots).
  */
 #ifndef FSAIO_URING_RING_H
 #define FSAIO_URING_RING_H
 
 #include <liburing.h>
 
-#include "cq.h"
-#include "ctx.h"
+#include "counters.h"
 #include "req.h"
 #include "rw.h"
 #include "uring.h"
 
-/* ctx->uring markers: not real pointers. */
+/* fsaio__uring_exec.ring markers: not real pointers. */
 #define URING_CREATING ((struct fsaio__uring *)(uintptr_t)1)
 #define URING_UNAVAILABLE ((struct fsaio__uring *)(uintptr_t)2)
 
@@ -84,8 +86,8 @@ struct fsaio__uring {
 	 * given back in one round of sq_lock before their events are posted. */
 	uint32_t rel_slots[HARVEST_MAX];
 	unsigned nrel;
-	struct fsaio_ctx *ctx;  /* immutable */
-	/* Fixed-file slots binding requests to their files (see bind_slot).
+	struct fsaio__uring_exec *x; /* immutable: its owner's struct */
+	/* Fixed-file slots binding requests to their files (uring_slots.c).
 	 * nslots is immutable (0: none could be registered, requests hold a
 	 * duplicate fd instead); the rest is under sq_lock. */
 	unsigned nslots;
@@ -100,6 +102,23 @@ struct fsaio__uring {
 				 * under sq_lock, read without it as a hint */
 };
 
+/* exec_ of a request in the ring: its fixed-file slot + 1, or 0; above
+ * bit 32, the error of a FILES_UPDATE that failed. */
+static inline unsigned fsaio__ring_slot_of(const struct fsaio_req *r)
+{
+	return (unsigned)(uint32_t)r->exec_;
+}
+
+/* Fixed-file slots (uring_slots.c). The table: made once the ring is, freed
+ * with it. Bind r to a slot, with the two FILES_UPDATE SQEs returned in
+ * out (or a duplicate fd, out NULL): 0 or -errno; under sq_lock, three
+ * SQEs free. */
+void fsaio__ring_slots_init(struct fsaio__uring *u, unsigned n);
+void fsaio__ring_slots_free(struct fsaio__uring *u);
+int fsaio__ring_bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_uring_sqe **out);
+void fsaio__ring_release_slots(struct fsaio__uring *u);  /* under owner */
+void fsaio__ring_clear_slots(struct fsaio__uring *u);    /* takes sq_lock */
+
 struct io_uring_sqe *fsaio__ring_get_sqe(struct fsaio__uring *u);   /* under sq_lock */
 int fsaio__ring_flush(struct fsaio__uring *u);                        /* under sq_lock */
 /* Queue r's remainder (again: a continuation from a CQE; defer: leave it
@@ -108,12 +127,15 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 /* A CQE of a request (tagged user_data handled by the caller). */
 void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			struct fsaio__batch *b);
-void fsaio__ring_clear_slots(struct fsaio__uring *u);
-void fsaio__ring_release_slots(struct fsaio__uring *u);  /* under owner */
 void fsaio__ring_wake_thread(struct fsaio__uring *u);
-void *fsaio__ring_thread(void *arg);
-/* The context's ring, created on first use; NULL while another thread
- * creates it or when io_uring cannot be had. */
-struct fsaio__uring *fsaio__ring_get(struct fsaio_ctx *ctx);
+void *fsaio__ring_thread(void *arg);    /* uring_reap.c */
+
+/* x's live ring, or NULL (none yet, being created, or unavailable). */
+static inline struct fsaio__uring *fsaio__ring_live(struct fsaio__uring_exec *x)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&x->ring, memory_order_acquire);
+
+	return u == URING_CREATING || u == URING_UNAVAILABLE ? NULL : u;
+}
 
 #endif /* FSAIO_URING_RING_H */

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * DESIGN: a context's io_uring ring comes and goes: created on first use
- * (sized for the context's queue depth, with a sparse fixed-file table of
- * one slot per request in flight and its completion thread), taken down at
- * destroy (cancel what has not reached the device, wait for the rest, join
- * the thread; it carries what is left whoever carried the ring before),
- * and forgotten in a forked child. Whether io_uring can be had
- * at all is found once per process.
+ * DESIGN: the io_uring executor's ring comes and goes: created on first
+ * use by fsaio__uring_queue (sized for the depth it was given, with a
+ * sparse fixed-file table of one slot per request in flight and its
+ * completion thread), taken down at stop (cancel what has not reached the
+ * device, wait for the rest, join the thread; it carries what is left
+ * whoever carried the ring before), and forgotten in a forked child.
+ * Whether io_uring can be had at all is found once per process.
+ *
+ * The top of the executor's files: it calls down into uring_reap.c (the
+ * thread) and uring.c (the SQ side), which never call it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,38 +37,7 @@ static bool sysctl_disabled(void)
 	return c == '2';
 }
 
-/* One fixed-file slot per request the context can have in flight; without
- * them (memory, or a kernel without sparse tables) requests hold dups. The
- * kernel refuses a table larger than RLIMIT_NOFILE: a deeper context gets
- * the largest it allows (halving down to SQ_MAX), and its requests beyond
- * that many hold dups (bind_slot). */
-static void init_slots(struct fsaio__uring *u, unsigned n)
-{
-	while (io_uring_register_files_sparse(&u->ring, n) != 0)
-		if ((n /= 2) < SQ_MAX)
-			return;
-	u->slot_fd = malloc(n * sizeof(*u->slot_fd));
-	u->free_slots = malloc(n * sizeof(*u->free_slots));
-	if (u->slot_fd && u->free_slots) {
-		for (unsigned i = 0; i < n; i++)
-			u->free_slots[i] = n - 1 - i;
-		u->nfree = u->nslots = n;
-		return;
-	}
-	(void)io_uring_unregister_files(&u->ring);
-	free(u->slot_fd);
-	free(u->free_slots);
-	u->slot_fd = NULL;
-	u->free_slots = NULL;
-}
-
-static void free_slots(struct fsaio__uring *u)
-{
-	free(u->slot_fd);
-	free(u->free_slots);
-}
-
-static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
+static struct fsaio__uring *ring_create(struct fsaio__uring_exec *x)
 {
 	struct io_uring_params p;
 	struct fsaio__uring *u;
@@ -86,10 +58,10 @@ static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
 	 * a request: two FILES_UPDATEs and itself); the CQ
 	 * holds one CQE per request in flight (at most queue_depth), and
 	 * beyond CQ_MAX the kernel's overflow list keeps them (FEAT_NODROP). */
-	while (sq > 8 && sq / 2 >= 3 * ctx->depth)
+	while (sq > 8 && sq / 2 >= 3 * x->depth)
 		sq /= 2;
 	cq = 2 * sq;
-	while (cq < ctx->depth && cq < CQ_MAX)
+	while (cq < x->depth && cq < CQ_MAX)
 		cq *= 2;
 	/* A request's completion is task work of the thread that submitted
 	 * it, by default run at once, by an IPI if that thread is running.
@@ -100,7 +72,7 @@ static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
 	 * the completion's own), and is still woken if asleep. A submitter
 	 * that waits in the ring runs its own work either way. Before 5.19
 	 * the flag is refused. */
-	for (unsigned coop = atomic_load(&ctx->ring_needs) > 0 ? IORING_SETUP_COOP_TASKRUN : 0;;
+	for (unsigned coop = atomic_load(&x->needs) > 0 ? IORING_SETUP_COOP_TASKRUN : 0;;
 	     coop = 0) {
 		memset(&p, 0, sizeof(p));
 		p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP | coop;
@@ -123,9 +95,9 @@ static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
 		return NULL;
 	}
 	atomic_store_explicit(&uring_sys, 1, memory_order_relaxed);
-	u->ctx = ctx;
+	u->x = x;
 	u->ext_arg = p.features & IORING_FEAT_EXT_ARG;
-	init_slots(u, ctx->depth);
+	fsaio__ring_slots_init(u, x->depth);
 	pthread_mutex_init(&u->sq_lock, NULL);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -134,7 +106,7 @@ static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
 	if (ret) {
 		pthread_mutex_destroy(&u->sq_lock);
 		io_uring_queue_exit(&u->ring);
-		free_slots(u);
+		fsaio__ring_slots_free(u);
 		free(u);
 		return NULL;
 	}
@@ -144,38 +116,60 @@ static struct fsaio__uring *ring_create(struct fsaio_ctx *ctx)
 
 /* The ring, creating it on first use; NULL while another thread creates it
  * or when io_uring cannot be had. */
-struct fsaio__uring *fsaio__ring_get(struct fsaio_ctx *ctx)
+static struct fsaio__uring *ring_get(struct fsaio__uring_exec *x)
 {
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct fsaio__uring *u = atomic_load_explicit(&x->ring, memory_order_acquire);
 	struct fsaio__uring *expect = NULL;
 
 	if (u == URING_CREATING || u == URING_UNAVAILABLE)
 		return NULL;
 	if (u)
 		return u;
-	if (!atomic_compare_exchange_strong_explicit(&ctx->uring, &expect, URING_CREATING,
+	if (!atomic_compare_exchange_strong_explicit(&x->ring, &expect, URING_CREATING,
 						     memory_order_acquire, memory_order_acquire))
 		return NULL;
-	u = ring_create(ctx);
-	atomic_store_explicit(&ctx->uring, u ? u : URING_UNAVAILABLE, memory_order_release);
+	u = ring_create(x);
+	atomic_store_explicit(&x->ring, u ? u : URING_UNAVAILABLE, memory_order_release);
 	return u;
 }
 
-bool fsaio__uring_usable(struct fsaio_ctx *ctx)
+void fsaio__uring_init(struct fsaio__uring_exec *x, unsigned depth,
+		       const struct fsaio__uring_ops *ops, void *arg, struct fsaio__counters *st)
 {
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	x->ops = ops;
+	x->arg = arg;
+	x->st = st;
+	x->depth = depth;
+	atomic_init(&x->ring, NULL);
+	atomic_init(&x->needs, 0);
+	atomic_init(&x->waiter, false);
+}
+
+int fsaio__uring_queue(struct fsaio__uring_exec *x, struct fsaio_req *r, bool defer)
+{
+	struct fsaio__uring *u = ring_get(x);
+
+	if (!u)
+		return -EOPNOTSUPP;
+	r->hints_ &= ~(uint64_t)FSAIO__HINT_EFAULT_RETRY;
+	return fsaio__ring_queue(u, r, false, defer);
+}
+
+bool fsaio__uring_usable(struct fsaio__uring_exec *x)
+{
+	struct fsaio__uring *u = atomic_load_explicit(&x->ring, memory_order_acquire);
 
 	if (u == URING_UNAVAILABLE)
 		return false;
 	return atomic_load_explicit(&uring_sys, memory_order_relaxed) >= 0;
 }
 
-void fsaio__uring_stop(struct fsaio_ctx *ctx)
+void fsaio__uring_stop(struct fsaio__uring_exec *x)
 {
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_acquire);
+	struct fsaio__uring *u = fsaio__ring_live(x);
 	struct io_uring_sqe *sqe;
 
-	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
+	if (!u)
 		return;
 	pthread_mutex_lock(&u->sq_lock);
 	u->stopping = true;
@@ -201,19 +195,19 @@ void fsaio__uring_stop(struct fsaio_ctx *ctx)
 	fsaio__ring_clear_slots(u);
 	io_uring_queue_exit(&u->ring);
 	pthread_mutex_destroy(&u->sq_lock);
-	atomic_store_explicit(&ctx->uring, NULL, memory_order_relaxed);
-	free_slots(u);
+	atomic_store_explicit(&x->ring, NULL, memory_order_relaxed);
+	fsaio__ring_slots_free(u);
 	free(u);
 }
 
-void fsaio__uring_forget(struct fsaio_ctx *ctx)
+void fsaio__uring_forget(struct fsaio__uring_exec *x)
 {
-	struct fsaio__uring *u = atomic_load_explicit(&ctx->uring, memory_order_relaxed);
+	struct fsaio__uring *u = atomic_load_explicit(&x->ring, memory_order_relaxed);
 
 	if (!u || u == URING_CREATING || u == URING_UNAVAILABLE)
 		return;
 	/* The parent's thread does not exist here: unmap and close only. */
 	io_uring_queue_exit(&u->ring);
-	free_slots(u);
+	fsaio__ring_slots_free(u);
 	free(u);
 }

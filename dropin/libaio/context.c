@@ -467,7 +467,7 @@ int shim__io_destroy(io_context_t id)
 		 * round. */
 		struct timespec ms = { 0, 1000000 };
 
-		fsaio__uring_kick(c->engine);
+		fsaio__drive_kick(c->engine);
 		syscall(SYS_futex, &n->refs, FUTEX_WAIT_PRIVATE, v, &ms, NULL, 0);
 	}
 

@@ -83,7 +83,7 @@ void px__wake(bool kick_ring)
 		fsaio_ctx_t *ring = px__engine_now(PX_PLAIN);
 
 		if (ring)
-			fsaio__uring_kick(ring);
+			fsaio__drive_kick(ring);
 	}
 }
 

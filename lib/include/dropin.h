@@ -4,7 +4,7 @@
  * public API.
  *
  * Waiting for events by carrying the context's io_uring ring in the
- * waiting thread (uring_reap.c). The pattern: read the word that moves
+ * waiting thread (getevents.c hands these to the ring, uring_reap.c). The pattern: read the word that moves
  * after each delivery you wait for (a delivery hook's own,
  * fsaio__set_deliver), look for events, and if there are too few,
  * fsaio__drive() with that word and what it read; on -EAGAIN sleep your
@@ -43,7 +43,7 @@ void fsaio__drive_need(fsaio_ctx_t *ctx, int delta);
 
 /* Wake a caller waiting in the ring (a completion arrived another way, or
  * the context is going away). */
-void fsaio__uring_kick(fsaio_ctx_t *ctx);
+void fsaio__drive_kick(fsaio_ctx_t *ctx);
 
 /* A callback context's batch form of its callback: each batch of
  * completions is handed to fn in one call, in the thread that has them,

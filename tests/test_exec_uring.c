@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The io_uring executor alone (lib/uring.c, uring_reap.c, uring_setup.c
+ * and rw.c compiled into this test, no context): reads of a cold file on
+ * disk are carried by the ring, harvested by its thread or by a caller
+ * driving it, each reported exactly once through done with the file's
+ * bytes; reads queued from several threads; a read waiting on an empty
+ * pipe cancels; stop with reads in flight reports each once. Skipped where
+ * io_uring is refused (io_uring_disabled, ENOSYS, EPERM).
+ */
+#ifdef T_NO_CRITERION
+#include "t_runner.h"
+#else
+#include <criterion/criterion.h>
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "counters.h"
+#include "monoclock.h"
+#include "t_files.h"
+#include "uring.h"
+
+#define FILE_SIZE (8u << 20)
+#define NREQ 256u
+#define NTHREADS 4u
+#define SEED 7u
+
+/* A ring, its file and its requests; what the ops record (the harvester
+ * writes, the test asserts). */
+struct rig {
+	struct fsaio__uring_exec x;
+	struct fsaio__counters st;
+	struct fsaio_req *reqs;         /* [n] */
+	unsigned n;
+	char *bufs;                     /* [n] of len */
+	size_t len;
+	int fd;                         /* FILE_SIZE bytes of SEED's pattern, on disk */
+	_Atomic unsigned *dones;        /* per request: done calls */
+	int64_t *res;                   /* per request: done's res, before dones */
+	_Atomic unsigned total;         /* done calls in all */
+	_Atomic unsigned batched;       /* done calls given a batch */
+	_Atomic unsigned flushed;       /* events flush took out of batches */
+	_Atomic unsigned punts;
+	_Atomic uint32_t word;          /* moves after each flush: what a driver waits on */
+};
+
+static void done(void *arg, struct fsaio_req *r, int64_t res, struct fsaio__batch *b)
+{
+	struct rig *g = arg;
+	size_t i = (size_t)(r - g->reqs);
+
+	cr_assert_lt(i, g->n, "done of a request the test never queued");
+	g->res[i] = res;
+	fsaio__state_set(r, FSAIO__IDLE);
+	if (b) {
+		/* As a context does: the event waits in b for flush. */
+		cr_assert_lt(b->n, FSAIO__BATCH);
+		b->ev[b->n].req = r;
+		b->ev[b->n++].res = res;
+		atomic_fetch_add(&g->batched, 1);
+	}
+	atomic_fetch_add(&g->dones[i], 1);
+	atomic_fetch_add(&g->total, 1);
+}
+
+static void flush(void *arg, struct fsaio__batch *b)
+{
+	struct rig *g = arg;
+
+	atomic_fetch_add(&g->flushed, b->n);
+	b->n = 0;
+	atomic_fetch_add(&g->word, 1);
+}
+
+static void punt(void *arg, struct fsaio_req *r)
+{
+	struct rig *g = arg;
+
+	(void)r;
+	atomic_fetch_add(&g->punts, 1);
+}
+
+static const struct fsaio__uring_ops ops = { .done = done, .flush = flush, .punt = punt };
+
+/* Skip unless this process may set up a ring. */
+static void need_uring(void)
+{
+	struct io_uring ring;
+	char c = '0';
+	int fd = open("/proc/sys/kernel/io_uring_disabled", O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1)
+			c = '0';
+		close(fd);
+	}
+	if (c == '2')
+		cr_skip_test("io_uring is disabled (kernel.io_uring_disabled = 2)\n");
+	ret = io_uring_queue_init(4, &ring, 0);
+	if (ret == -ENOSYS || ret == -EPERM || ret == -EACCES)
+		cr_skip_test("io_uring_setup is refused here: %s\n", strerror(-ret));
+	cr_assert_eq(ret, 0, "io_uring_queue_init: %s", strerror(-ret));
+	io_uring_queue_exit(&ring);
+}
+
+/* n requests of len bytes and a ring sized for them; the file cold. */
+static void rig_start(struct rig *g, unsigned n, size_t len)
+{
+	need_uring();
+	memset(g, 0, sizeof(*g));
+	g->n = n;
+	g->len = len;
+	g->reqs = calloc(n, sizeof(*g->reqs));
+	g->dones = calloc(n, sizeof(*g->dones));
+	g->res = calloc(n, sizeof(*g->res));
+	g->bufs = calloc(n, len);
+	cr_assert(g->reqs && g->dones && g->res && g->bufs);
+	g->fd = t_file(FILE_SIZE, SEED);
+	t_cold(g->fd);
+	fsaio__uring_init(&g->x, n, &ops, g, &g->st);
+}
+
+static void rig_end(struct rig *g)
+{
+	free(g->reqs);
+	free((void *)g->dones);
+	free(g->res);
+	free(g->bufs);
+	close(g->fd);
+}
+
+/* Request i: a read into its buffer, run on fd (the file's unless another
+ * is given) as the engine runs a request. */
+static struct fsaio_req *prep_read(struct rig *g, unsigned i, int fd, size_t len, uint64_t off)
+{
+	struct fsaio_req *r = &g->reqs[i];
+
+	fsaio_prep_pread(r, fd, g->bufs + (size_t)i * g->len, len, (int64_t)off);
+	r->run_fd_ = (uint32_t)fd;
+	r->total_ = len;
+	r->done_ = 0;
+	r->hints_ = 0;
+	return r;
+}
+
+/* Request i: a whole read of the file at slot k of len bytes (spread). */
+static struct fsaio_req *prep_file_read(struct rig *g, unsigned i, unsigned k)
+{
+	return prep_read(g, i, g->fd, g->len, (uint64_t)(k % (FILE_SIZE / g->len)) * g->len);
+}
+
+static bool wait_total(struct rig *g, unsigned n)
+{
+	for (unsigned i = 0; i < 30000 && atomic_load(&g->total) < n; i++)
+		usleep(1000);
+	return atomic_load(&g->total) >= n;
+}
+
+/* Every request reported once, whole, with the file's bytes at its offset;
+ * every CQE counted once, as one harvester's. */
+static void check_reads(struct rig *g)
+{
+	for (unsigned i = 0; i < g->n; i++) {
+		cr_assert_eq(atomic_load(&g->dones[i]), 1, "read %u reported %u times", i,
+			     atomic_load(&g->dones[i]));
+		cr_assert_eq(g->res[i], (int64_t)g->len, "read %u: res %lld", i,
+			     (long long)g->res[i]);
+		t_check(g->bufs + (size_t)i * g->len, g->len, (uint64_t)g->reqs[i].offset, SEED);
+	}
+	cr_assert_eq(atomic_load(&g->flushed), atomic_load(&g->batched));
+	cr_assert_eq(atomic_load(&g->punts), 0);
+	cr_assert_geq(atomic_load(&g->st.uring_sqes), g->n);
+	cr_assert_eq(atomic_load(&g->st.ring_reaped_caller) + atomic_load(&g->st.ring_reaped_thread),
+		     atomic_load(&g->st.uring_sqes));
+	cr_assert_eq(atomic_load(&g->st.bytes_uring), (uint64_t)g->n * g->len);
+}
+
+static void setup(void)
+{
+	t_files_setup("exec_uring");
+}
+
+TestSuite(exec_uring, .init = setup, .fini = t_files_teardown, .timeout = 120);
+
+Test(exec_uring, cold_reads_carried_by_the_thread)
+{
+	struct rig g;
+
+	rig_start(&g, NREQ, 16384);
+	cr_assert(fsaio__uring_usable(&g.x));
+	for (unsigned i = 0; i < NREQ; i++) {
+		/* Out of order; every other one deferred, flushed in eights. */
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 97u), i % 2), 0,
+			     "queue %u", i);
+		if (i % 8 == 7)
+			fsaio__uring_flush(&g.x);
+	}
+	fsaio__uring_flush(&g.x);
+	cr_assert(wait_total(&g, NREQ), "%u of %u reads reported", atomic_load(&g.total), NREQ);
+	fsaio__uring_stop(&g.x);
+	check_reads(&g);
+	cr_assert_eq(atomic_load(&g.st.uring_sqes), NREQ);
+	cr_assert_eq(atomic_load(&g.total), NREQ, "a request was reported after stop");
+	rig_end(&g);
+}
+
+Test(exec_uring, a_caller_drives_the_ring)
+{
+	struct rig g;
+
+	rig_start(&g, NREQ, 4096);
+	for (unsigned i = 0; i < NREQ; i++)
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 131u), true), 0);
+	fsaio__uring_flush(&g.x);
+	for (int64_t end = fsaio__mono_ns() + 30 * 1000000000LL;
+	     atomic_load(&g.total) < NREQ && fsaio__mono_ns() < end;) {
+		uint32_t seen = atomic_load(&g.word);
+		int ret;
+
+		if (atomic_load(&g.total) >= NREQ)
+			break;
+		ret = fsaio__uring_drive(&g.x, &g.word, seen, fsaio__mono_ns() + 100000000);
+		cr_assert(ret == 0 || ret == -EAGAIN || ret == -EINTR, "drive: %d", ret);
+		if (ret == -EAGAIN)
+			usleep(1000);   /* the thread carries it for now */
+	}
+	cr_assert_eq(atomic_load(&g.total), NREQ, "%u of %u reads reported",
+		     atomic_load(&g.total), NREQ);
+	/* Nothing in flight: the ring is not the caller's to carry. */
+	cr_assert_eq(fsaio__uring_drive(&g.x, &g.word, atomic_load(&g.word), 0), -EAGAIN);
+	fsaio__uring_stop(&g.x);
+	check_reads(&g);
+	rig_end(&g);
+}
+
+struct queuer {
+	struct rig *g;
+	unsigned first, count;
+	_Atomic unsigned *refused;
+};
+
+static void *queue_some(void *arg)
+{
+	struct queuer *q = arg;
+
+	for (unsigned i = q->first; i < q->first + q->count; i++) {
+		/* Deferred, then flushed in batches, as fsaio_submit does. */
+		if (fsaio__uring_queue(&q->g->x, prep_file_read(q->g, i, i * 53u), true) != 0)
+			atomic_fetch_add(q->refused, 1);
+		if (i % 4 == 3)
+			fsaio__uring_flush(&q->g->x);
+	}
+	fsaio__uring_flush(&q->g->x);
+	return NULL;
+}
+
+Test(exec_uring, reads_queued_from_threads)
+{
+	struct queuer q[NTHREADS];
+	pthread_t t[NTHREADS];
+	_Atomic unsigned refused = 0;
+	struct rig g;
+
+	rig_start(&g, NREQ + 1, 8192);
+	/* The first read makes the ring (a queue that finds it being made is
+	 * refused, and its caller carries the request another way). */
+	cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, 0, 0), false), 0);
+	for (unsigned i = 0; i < NTHREADS; i++) {
+		q[i] = (struct queuer){ .g = &g, .first = 1 + i * (NREQ / NTHREADS),
+					.count = NREQ / NTHREADS, .refused = &refused };
+		cr_assert_eq(pthread_create(&t[i], NULL, queue_some, &q[i]), 0);
+	}
+	for (unsigned i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	cr_assert_eq(atomic_load(&refused), 0, "the ring refused %u reads", atomic_load(&refused));
+	cr_assert(wait_total(&g, NREQ + 1), "%u of %u reads reported", atomic_load(&g.total),
+		  NREQ + 1);
+	fsaio__uring_stop(&g.x);
+	check_reads(&g);
+	rig_end(&g);
+}
+
+Test(exec_uring, a_waiting_read_cancels)
+{
+	struct rig g;
+	int p[2];
+
+	rig_start(&g, 2, 64);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	/* An empty pipe: the read waits in the ring until cancelled. */
+	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 0, p[0], g.len, 0), false), 0);
+	usleep(20000);
+	cr_assert_eq(atomic_load(&g.total), 0, "a read of an empty pipe was reported");
+	cr_assert_eq(fsaio__uring_cancel(&g.x, &g.reqs[0]), 0);
+	cr_assert(wait_total(&g, 1), "the cancelled read was not reported");
+	cr_assert_eq(g.res[0], -ECANCELED);
+	/* Reported: a second cancel finds nothing to take back. */
+	cr_assert_eq(fsaio__uring_cancel(&g.x, &g.reqs[0]), -EBUSY);
+	/* The pipe's data reaches no one: the read is gone from the ring. */
+	cr_assert_eq(write(p[1], "x", 1), 1);
+	/* A file read still goes through after the cancel. */
+	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 1, g.fd, g.len, 4096), false), 0);
+	cr_assert(wait_total(&g, 2));
+	cr_assert_eq(g.res[1], (int64_t)g.len);
+	t_check(g.bufs + g.len, g.len, 4096, SEED);
+	usleep(20000);
+	fsaio__uring_stop(&g.x);
+	cr_assert_eq(atomic_load(&g.dones[0]), 1);
+	cr_assert_eq(atomic_load(&g.dones[1]), 1);
+	cr_assert_eq(atomic_load(&g.punts), 0);
+	close(p[0]);
+	close(p[1]);
+	rig_end(&g);
+}
+
+Test(exec_uring, stop_reports_each_read_in_flight_once)
+{
+	enum { NPIPE = 8, NFILE = 64 };
+	int pipes[NPIPE][2];
+	struct rig g;
+
+	rig_start(&g, NPIPE + NFILE, 65536);
+	for (unsigned i = 0; i < NPIPE; i++) {
+		cr_assert_eq(pipe2(pipes[i], O_CLOEXEC), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, i, pipes[i][0], 64, 0), true), 0);
+	}
+	for (unsigned i = NPIPE; i < NPIPE + NFILE; i++)
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i - NPIPE), true), 0);
+	fsaio__uring_flush(&g.x);
+	/* At once: the file reads are still in flight, the pipe reads wait. */
+	fsaio__uring_stop(&g.x);
+	cr_assert_eq(atomic_load(&g.total), NPIPE + NFILE, "%u of %u reads reported by stop",
+		     atomic_load(&g.total), NPIPE + NFILE);
+	for (unsigned i = 0; i < NPIPE + NFILE; i++)
+		cr_assert_eq(atomic_load(&g.dones[i]), 1, "read %u reported %u times", i,
+			     atomic_load(&g.dones[i]));
+	for (unsigned i = 0; i < NPIPE; i++)
+		cr_assert_eq(g.res[i], -ECANCELED, "pipe read %u: res %lld", i,
+			     (long long)g.res[i]);
+	/* A file read stop took back ends -ECANCELED; one it waited for is whole. */
+	for (unsigned i = NPIPE; i < NPIPE + NFILE; i++) {
+		cr_assert(g.res[i] == (int64_t)g.len || g.res[i] == -ECANCELED,
+			  "file read %u: res %lld", i, (long long)g.res[i]);
+		if (g.res[i] == (int64_t)g.len)
+			t_check(g.bufs + (size_t)i * g.len, g.len, (uint64_t)g.reqs[i].offset, SEED);
+	}
+	cr_assert_eq(atomic_load(&g.punts), 0);
+	/* Stopped: nothing is reported after stop returned. */
+	usleep(10000);
+	cr_assert_eq(atomic_load(&g.total), NPIPE + NFILE);
+	for (unsigned i = 0; i < NPIPE; i++) {
+		close(pipes[i][0]);
+		close(pipes[i][1]);
+	}
+	rig_end(&g);
+}
