@@ -47,6 +47,14 @@ bench_have() {
 	done
 }
 
+# bench_fio_defaults: the defaults of bench/fio's scripts (which set here to
+# their folder): file, the 1 GiB file in the current directory; shim, this
+# tree's libaio drop-in.
+bench_fio_defaults() {
+	file=./fsaio-fio-1g.dat
+	shim=$here/../../build/dropin/libfsaio-libaio.so
+}
+
 # bench_layout FILE [SAY]: FILE holds 1 GiB written by fio, unless it
 # already does; SAY, if given, is printed before writing it.
 bench_layout() {

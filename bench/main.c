@@ -192,6 +192,18 @@ static bool parse_uint(const char *s, unsigned long lo, unsigned long hi, unsign
 	return true;
 }
 
+/* The value of option opt (e.g. "--files"), in [lo, hi]; otherwise exit
+ * with "opt ARG: range". */
+static unsigned long opt_uint(const char *opt, const char *arg, unsigned long lo, unsigned long hi,
+			      const char *range)
+{
+	unsigned long v;
+
+	if (!parse_uint(arg, lo, hi, &v))
+		bad("%s %s: %s", opt, arg, range);
+	return v;
+}
+
 static bool parse_secs(const char *s, double *out)
 {
 	char *end;
@@ -476,9 +488,8 @@ int main(int argc, char **argv)
 				bad("--cache %s: cold, hot or mix:PCT with PCT 1..99", optarg);
 			break;
 		case O_HOTREGION:
-			if (!parse_uint(optarg, 1, 99, &u))
-				bad("--hot-region %s: 1..99 (percent of each file)", optarg);
-			s.hot_region_pct = (unsigned)u;
+			s.hot_region_pct = (unsigned)opt_uint("--hot-region", optarg, 1, 99,
+							      "1..99 (percent of each file)");
 			break;
 		case O_RUNTIME:
 			if (!parse_secs(optarg, &s.runtime) || s.runtime <= 0)
@@ -508,9 +519,7 @@ int main(int argc, char **argv)
 			s.dir = optarg;
 			break;
 		case O_FILES:
-			if (!parse_uint(optarg, 1, 64, &u))
-				bad("--files %s: 1..64", optarg);
-			s.nfiles = (unsigned)u;
+			s.nfiles = (unsigned)opt_uint("--files", optarg, 1, 64, "1..64");
 			break;
 		case O_METHODS: {
 			unsigned n = split(optarg, items, MAXLIST, "--methods");
@@ -533,15 +542,11 @@ int main(int argc, char **argv)
 			ref_opt = optarg;
 			break;
 		case O_REPS:
-			if (!parse_uint(optarg, 1, 99, &u))
-				bad("--reps %s: 1..99", optarg);
-			s.reps = (unsigned)u;
+			s.reps = (unsigned)opt_uint("--reps", optarg, 1, 99, "1..99");
 			have_reps = true;
 			break;
 		case O_WORKERS:
-			if (!parse_uint(optarg, 1, 4096, &u))
-				bad("--workers %s: 1..4096", optarg);
-			s.workers = (unsigned)u;
+			s.workers = (unsigned)opt_uint("--workers", optarg, 1, 4096, "1..4096");
 			break;
 		case O_FADVISE:
 			if (!strcmp(optarg, "auto"))
@@ -556,9 +561,7 @@ int main(int argc, char **argv)
 				bad("--fadvise %s: auto, random, none or sequential", optarg);
 			break;
 		case O_SEED:
-			if (!parse_uint(optarg, 0, ULONG_MAX, &u))
-				bad("--seed %s: a number", optarg);
-			s.seed = u;
+			s.seed = opt_uint("--seed", optarg, 0, ULONG_MAX, "a number");
 			break;
 		case O_BATCH:
 			if (!parse_uint(optarg, 1, BENCH_MAX_DEPTH, &u))

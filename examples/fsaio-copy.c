@@ -258,13 +258,11 @@ int main(int argc, char **argv)
 		struct fsaio_event ev[64];
 		int n = fsaio_getevents(c.ctx, 1, 64, ev, NULL);
 
-		if (n == -EINTR)
-			continue;
-		if (n < 0) {
+		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "fsaio-copy: fsaio_getevents: %s\n", strerror(-n));
 			return 1;
 		}
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < n; i++) {	/* none on -EINTR */
 			struct slot *s = ev[i].user_data;
 
 			ret = failed ? 0 : advance(&c, s, ev[i].res, (size_t)block);

@@ -30,19 +30,12 @@
 #define DEPTH 16
 #define CHUNK (64 * 1024)
 
-static void write_all(const char *p, size_t n)
+/* Write n bytes to standard output through stdio; exit 1 on an error. */
+static void put(const char *p, size_t n)
 {
-	while (n) {
-		ssize_t w = write(STDOUT_FILENO, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			fprintf(stderr, "libaio-read: write error: %s\n", strerror(errno));
-			exit(1);
-		}
-		p += w;
-		n -= (size_t)w;
+	if (fwrite(p, 1, n, stdout) != n || fflush(stdout) != 0) {
+		fprintf(stderr, "libaio-read: write error: %s\n", strerror(errno));
+		exit(1);
 	}
 }
 
@@ -116,7 +109,7 @@ int main(int argc, char **argv)
 			off_t len = st.st_size - iocbs[i].u.c.offset < CHUNK ?
 				    st.st_size - iocbs[i].u.c.offset : CHUNK;
 
-			write_all(bufs[i], (size_t)len);
+			put(bufs[i], (size_t)len);
 		}
 		off += (off_t)n * CHUNK;
 	}

@@ -277,6 +277,14 @@ int t_coldfile(size_t size, unsigned seed)
 	return fd;
 }
 
+int t_hotfile(size_t size, unsigned seed)
+{
+	int fd = t_tmpfile(size, seed);
+
+	t_make_hot(fd, 0, size);
+	return fd;
+}
+
 int t_reopen(int fd, int flags)
 {
 	char p[64];
@@ -534,6 +542,40 @@ void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_e
 	free(rp);
 }
 
+void t_read_batch(fsaio_ctx_t *ctx, int fd, uint8_t *buf, unsigned n, size_t len,
+		  uint64_t stride, unsigned seed, const char *what, unsigned idx)
+{
+	struct fsaio_req *reqs = calloc(n, sizeof(*reqs));
+	struct fsaio_event *evs = calloc(n, sizeof(*evs));
+
+	cr_assert(reqs && evs);
+	for (unsigned i = 0; i < n; i++)
+		fsaio_prep_pread(&reqs[i], fd, buf + (size_t)i * len, len, (int64_t)(i * stride));
+	t_run(ctx, reqs, n, evs);
+	for (unsigned i = 0; i < n; i++) {
+		cr_assert_eq(t_event_of(evs, n, &reqs[i])->res, (int64_t)len, "%s %u req %u", what, idx, i);
+		t_check_pattern(buf + (size_t)i * len, len, i * stride, seed);
+	}
+	free(evs);
+	free(reqs);
+}
+
+void t_check_path(const struct fsaio_stats *st, struct t_path want, const char *what)
+{
+	const struct { const char *name; uint64_t got, want; } c[] = {
+		{ "requests", st->requests, want.requests },
+		{ "completed_inline", st->completed_inline, want.completed_inline },
+		{ "partial_inline", st->partial_inline, want.partial_inline },
+		{ "queued", st->queued, want.queued },
+		{ "bytes_inline", st->bytes_inline, want.bytes_inline },
+		{ "bytes_worker", st->bytes_worker, want.bytes_worker },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		cr_assert_eq(c[i].got, c[i].want, "%s: %s %llu, want %llu", what, c[i].name,
+			     (unsigned long long)c[i].got, (unsigned long long)c[i].want);
+}
+
 struct fsaio_stats t_stats(fsaio_ctx_t *ctx)
 {
 	struct fsaio_stats st;
@@ -731,6 +773,15 @@ void t_ctx_sat_destroy(fsaio_ctx_t *ctx, struct t_sat *s)
 	t_ctx_destroy(ctx);
 	if (s)
 		t_blocker_fini(&s->blk);
+}
+
+void t_sat_reap_blocker(struct t_sat *s)
+{
+	struct fsaio_event ev;
+
+	t_sat_unblock(s);
+	t_reap_all(s->ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+	t_sat_check(s, &ev, 1);
 }
 
 uint64_t t_now_ns(void)

@@ -69,6 +69,8 @@ int t_tmpfile(size_t size, unsigned seed);
 int t_tmpfile_path(size_t size, unsigned seed, char *path);
 /* The same, written back and dropped from the cache (t_make_cold). */
 int t_coldfile(size_t size, unsigned seed);
+/* The same, with every page of it in the cache (t_make_hot). */
+int t_hotfile(size_t size, unsigned seed);
 /* A file in /dev/shm (tmpfs) for the tests about tmpfs; removed by t_teardown. */
 int t_shmfile(size_t size, unsigned seed);
 /* Open the file behind fd again, with other flags (a new open file description). */
@@ -128,7 +130,20 @@ void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr);
 /* That, then reap their nr events into evs (t_reap_all) and match them
  * one to one with the requests (t_match_events). */
 void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_event *evs);
+/* t_run of n reads of fd, read i being len bytes at i * stride into
+ * buf + i * len; assert each read all len bytes, the pattern of seed.
+ * Failures name the batch as "what idx". */
+void t_read_batch(fsaio_ctx_t *ctx, int fd, uint8_t *buf, unsigned n, size_t len,
+		  uint64_t stride, unsigned seed, const char *what, unsigned idx);
 struct fsaio_stats t_stats(fsaio_ctx_t *ctx);
+/* The counters of the request path: what a case expects of them. */
+struct t_path {
+	uint64_t requests, completed_inline, partial_inline, queued;
+	uint64_t bytes_inline, bytes_worker;
+};
+/* Assert that st's request-path counters are exactly want's; what names
+ * the case in failure messages. */
+void t_check_path(const struct fsaio_stats *st, struct t_path want, const char *what);
 
 /*
  * Reap exactly n events into evs within timeout_ms, then assert that no
@@ -198,6 +213,9 @@ fsaio_ctx_t *t_ctx_or_sat(struct t_sat *s, uint32_t backend);
 void t_reap_sat(fsaio_ctx_t *ctx, struct t_sat *s, struct fsaio_event *evs,
 		struct fsaio_req **reqs, unsigned nreq);
 void t_ctx_sat_destroy(fsaio_ctx_t *ctx, struct t_sat *s);
+/* Release the blocker when it is the only request left: reap its one event
+ * from s->ctx and t_sat_check it. */
+void t_sat_reap_blocker(struct t_sat *s);
 
 /* Time and waiting; never used to assert durations of the engine. */
 uint64_t t_now_ns(void);

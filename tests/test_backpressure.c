@@ -26,8 +26,7 @@ static void full(fsaio_ctx_t *ctx, struct fsaio_req **rp, unsigned n)
 
 Test(backpressure, completed_events_hold_their_slots)
 {
-	int fd = t_tmpfile(64 * KiB, 150);
-	t_make_hot(fd, 0, 64 * KiB);
+	int fd = t_hotfile(64 * KiB, 150);
 	struct fsaio_params p = { .queue_depth = 4 };
 	fsaio_ctx_t *ctx = t_ctx(&p);
 	enum { N = 6 };
@@ -92,8 +91,7 @@ Test(backpressure, cold_requests)
 Test(backpressure, default_depth)
 {
 	enum { N = 300 };
-	int fd = t_tmpfile(N * 512, 152);
-	t_make_hot(fd, 0, N * 512);
+	int fd = t_hotfile(N * 512, 152);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	static uint8_t bufs[N][512];
 	static struct fsaio_req reqs[N];
@@ -126,8 +124,7 @@ static void count_cb(void *arg, const struct fsaio_event *ev)
 
 Test(backpressure, callback_frees_slots)
 {
-	int fd = t_tmpfile(64 * KiB, 153);
-	t_make_hot(fd, 0, 64 * KiB);
+	int fd = t_hotfile(64 * KiB, 153);
 	struct fsaio_params p = { .queue_depth = 2, .complete = count_cb };
 	fsaio_ctx_t *ctx = t_ctx(&p);
 	uint8_t buf[4096];

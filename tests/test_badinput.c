@@ -16,7 +16,23 @@
 #define KiB 1024u
 #define MiB (1024u * 1024u)
 
-TestSuite(badinput, .init = t_setup, .fini = t_teardown, .timeout = 60);
+/* Each test's context, made fresh for it by setup and destroyed (which must
+ * succeed) by teardown. */
+static fsaio_ctx_t *ctx;
+
+static void setup(void)
+{
+	t_setup();
+	ctx = t_ctx(NULL);
+}
+
+static void teardown(void)
+{
+	t_ctx_destroy(ctx);
+	t_teardown();
+}
+
+TestSuite(badinput, .init = setup, .fini = teardown, .timeout = 60);
 
 /* Submit one request that must be refused with err: no event, not counted. */
 static void refused(fsaio_ctx_t *ctx, struct fsaio_req *req, int err, const char *what)
@@ -43,9 +59,15 @@ static bool is_fault_or_inval(int r)
 	return r == -EFAULT || r == -EINVAL;
 }
 
+/* Call expr (through T_CALL): it must answer -EFAULT or -EINVAL; what
+ * names the case. */
+#define FAULT_OR_INVAL(expr, what) do {					\
+	int r_ = T_CALL(expr);						\
+	cr_assert(is_fault_or_inval(r_), "%s: %d", what, r_);		\
+} while (0)
+
 Test(badinput, bad_fd)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	uint8_t buf[4096];
 	struct fsaio_req req;
 
@@ -62,14 +84,12 @@ Test(badinput, bad_fd)
 		fsaio_prep_pread(&req, 1 << 20, buf, sizeof(buf), 0));
 	REFUSED(ctx, &req, -EBADF, "fd INT32_MAX",
 		fsaio_prep_pread(&req, INT32_MAX, buf, sizeof(buf), 0));
-	t_ctx_destroy(ctx);
 }
 
 /* An fd the engine has already seen, closed since: its cached facts must
  * not let a request through. */
 Test(badinput, fd_closed_after_use)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	uint8_t buf[4096];
 	struct fsaio_req req;
 	struct fsaio_event ev;
@@ -85,12 +105,10 @@ Test(badinput, fd_closed_after_use)
 		fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0));
 	REFUSED(ctx, &req, -EBADF, "write on an fd closed after use",
 		fsaio_prep_pwrite(&req, fd, buf, sizeof(buf), 0));
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, wrong_access_mode)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_tmpfile(64 * KiB, 3);
 	int ro = t_reopen(fd, O_RDONLY);
 	int wo = t_reopen(fd, O_WRONLY);
@@ -119,12 +137,10 @@ Test(badinput, wrong_access_mode)
 	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
 	cr_assert_eq(ev.res, (int64_t)sizeof(buf));
 	t_check_file(fd, 8192, sizeof(buf), 33);
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, unknown_opcode)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_tmpfile(4096, 4);
 	uint8_t buf[4096];
 	static const uint16_t ops[] = { 0, FSAIO_OP__MAX, FSAIO_OP__MAX + 1, 0xffff };
@@ -134,12 +150,10 @@ Test(badinput, unknown_opcode)
 		req.opcode = ops[i];
 		refused(ctx, &req, -EINVAL, "unknown opcode");
 	}
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, negative_offset)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_tmpfile(4096, 5);
 	uint8_t buf[4096];
 	struct iovec iov = { buf, sizeof(buf) };
@@ -157,12 +171,10 @@ Test(badinput, negative_offset)
 	/* -1 means "no offset", which a regular file does not have. */
 	REFUSED(ctx, &req, -EINVAL, "offset -1 on a regular file",
 		fsaio_prep_pread(&req, fd, buf, sizeof(buf), -1));
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, length_overflow)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_tmpfile(4096, 6);
 	uint8_t buf[4096];
 	struct fsaio_req req;
@@ -181,12 +193,10 @@ Test(badinput, length_overflow)
 	struct iovec small[2] = { { buf, 50 }, { buf + 50, 50 } };
 	REFUSED(ctx, &req, -EINVAL, "offset + iovec total > INT64_MAX",
 		fsaio_prep_pwritev(&req, fd, small, 2, INT64_MAX - 60));
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, iovcnt_limits)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_tmpfile(4096, 7);
 	static uint8_t buf[IOV_MAX + 1];
 	static struct iovec iov[IOV_MAX + 1];
@@ -209,12 +219,10 @@ Test(badinput, iovcnt_limits)
 	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
 	cr_assert_eq(ev.res, IOV_MAX);
 	t_check_pattern(buf, IOV_MAX, 0, 7);
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, reserved_and_flags)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_tmpfile(4096, 8);
 	uint8_t buf[4096];
 	struct fsaio_req req;
@@ -228,12 +236,10 @@ Test(badinput, reserved_and_flags)
 	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0);
 	req.flags = 0x8000;
 	refused(ctx, &req, -EINVAL, "unknown FSAIO_REQ_ flag");
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, unknown_rw_flags)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_tmpfile(4096, 9);
 	uint8_t buf[4096];
 	struct fsaio_req req;
@@ -248,12 +254,10 @@ Test(badinput, unknown_rw_flags)
 		refused(ctx, &req, -EOPNOTSUPP, "unknown rw_flags bit, write");
 	}
 	t_check_file(fd, 0, 4096, 9);
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, null_pointers)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_tmpfile(4096, 10);
 	struct fsaio_req req, *rp = &req, *nullreq = NULL;
 	struct fsaio_event ev;
@@ -261,46 +265,31 @@ Test(badinput, null_pointers)
 	int r;
 
 	fsaio_prep_pread(&req, fd, NULL, 4096, 0);
-	r = T_CALL(fsaio_submit(ctx, &rp, 1));
-	cr_assert(is_fault_or_inval(r), "NULL buf: %d", r);
+	FAULT_OR_INVAL(fsaio_submit(ctx, &rp, 1), "NULL buf");
 	fsaio_prep_pwrite(&req, fd, NULL, 4096, 0);
-	r = T_CALL(fsaio_submit(ctx, &rp, 1));
-	cr_assert(is_fault_or_inval(r), "NULL write buf: %d", r);
+	FAULT_OR_INVAL(fsaio_submit(ctx, &rp, 1), "NULL write buf");
 	fsaio_prep_preadv(&req, fd, NULL, 2, 0);
-	r = T_CALL(fsaio_submit(ctx, &rp, 1));
-	cr_assert(is_fault_or_inval(r), "NULL iov: %d", r);
-	r = T_CALL(fsaio_submit(ctx, &nullreq, 1));
-	cr_assert(is_fault_or_inval(r), "NULL request: %d", r);
-	r = T_CALL(fsaio_submit(ctx, NULL, 1));
-	cr_assert(is_fault_or_inval(r), "NULL request array: %d", r);
-	r = T_CALL(fsaio_submit(NULL, &rp, 1));
-	cr_assert(is_fault_or_inval(r), "NULL ctx submit: %d", r);
+	FAULT_OR_INVAL(fsaio_submit(ctx, &rp, 1), "NULL iov");
+	FAULT_OR_INVAL(fsaio_submit(ctx, &nullreq, 1), "NULL request");
+	FAULT_OR_INVAL(fsaio_submit(ctx, NULL, 1), "NULL request array");
+	FAULT_OR_INVAL(fsaio_submit(NULL, &rp, 1), "NULL ctx submit");
 	cr_assert_eq(T_CALL(fsaio_submit(ctx, &rp, 0)), 0, "nr 0 submits nothing");
 	cr_assert_eq(T_CALL(fsaio_submit(ctx, NULL, 0)), 0, "nr 0 with a NULL array");
 
-	r = T_CALL(fsaio_getevents(NULL, 0, 1, &ev, NULL));
-	cr_assert(is_fault_or_inval(r), "NULL ctx getevents: %d", r);
+	FAULT_OR_INVAL(fsaio_getevents(NULL, 0, 1, &ev, NULL), "NULL ctx getevents");
 	struct timespec zero = { 0, 0 };
-	r = T_CALL(fsaio_getevents(ctx, 0, 1, NULL, &zero));
-	cr_assert(is_fault_or_inval(r), "NULL events: %d", r);
-	r = T_CALL(fsaio_cancel(NULL, &req));
-	cr_assert(is_fault_or_inval(r), "NULL ctx cancel: %d", r);
-	r = T_CALL(fsaio_cancel(ctx, NULL));
-	cr_assert(is_fault_or_inval(r), "NULL req cancel: %d", r);
-	r = T_CALL(fsaio_event_fd(NULL));
-	cr_assert(is_fault_or_inval(r), "NULL ctx event_fd: %d", r);
-	r = T_CALL(fsaio_get_stats(NULL, &st));
-	cr_assert(is_fault_or_inval(r), "NULL ctx stats: %d", r);
-	r = T_CALL(fsaio_get_stats(ctx, NULL));
-	cr_assert(is_fault_or_inval(r), "NULL stats: %d", r);
+	FAULT_OR_INVAL(fsaio_getevents(ctx, 0, 1, NULL, &zero), "NULL events");
+	FAULT_OR_INVAL(fsaio_cancel(NULL, &req), "NULL ctx cancel");
+	FAULT_OR_INVAL(fsaio_cancel(ctx, NULL), "NULL req cancel");
+	FAULT_OR_INVAL(fsaio_event_fd(NULL), "NULL ctx event_fd");
+	FAULT_OR_INVAL(fsaio_get_stats(NULL, &st), "NULL ctx stats");
+	FAULT_OR_INVAL(fsaio_get_stats(ctx, NULL), "NULL stats");
 	r = T_CALL(fsaio_ctx_destroy(NULL));
 	cr_assert_eq(r, -EINVAL, "NULL ctx destroy: %d", r);
-	r = T_CALL(fsaio_ctx_create(NULL, NULL));
-	cr_assert(is_fault_or_inval(r), "NULL ctxp: %d", r);
+	FAULT_OR_INVAL(fsaio_ctx_create(NULL, NULL), "NULL ctxp");
 
 	t_no_event(ctx);
 	cr_assert_eq(t_stats(ctx).requests, 0);
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, bad_params)
@@ -324,7 +313,6 @@ Test(badinput, bad_params)
  * request with -EFAULT in its event, wherever the copy happens. */
 Test(badinput, bad_buffer_cold)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_coldfile(1 * MiB, 11);
 	struct fsaio_req reqs[3], *rp[3] = { &reqs[0], &reqs[1], &reqs[2] };
 	struct iovec iov[2] = { { (void *)1, 4096 }, { (void *)1, 4096 } };
@@ -339,14 +327,11 @@ Test(badinput, bad_buffer_cold)
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(t_event_of(evs, 3, &reqs[i])->res, -EFAULT, "req %d: res %lld", i,
 			     (long long)t_event_of(evs, 3, &reqs[i])->res);
-	t_ctx_destroy(ctx);
 }
 
 Test(badinput, bad_buffer_hot)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
-	int fd = t_tmpfile(256 * KiB, 12);
-	t_make_hot(fd, 0, 256 * KiB);
+	int fd = t_hotfile(256 * KiB, 12);
 	struct fsaio_req req;
 	struct fsaio_event ev;
 
@@ -360,7 +345,6 @@ Test(badinput, bad_buffer_hot)
 	t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
 	cr_assert_eq(ev.res, -EFAULT, "write from a bad buffer: res %lld", (long long)ev.res);
 	t_check_file(fd, 0, 256 * KiB, 12);
-	t_ctx_destroy(ctx);
 }
 
 /* A buffer whose second page is inaccessible: the first page is delivered
@@ -378,17 +362,17 @@ Test(badinput, buffer_faults_midway)
 			t_make_hot(fd, 0, 1 * MiB);
 		else
 			t_make_cold(fd);
-		fsaio_ctx_t *ctx = t_ctx(NULL);
+		fsaio_ctx_t *fresh = t_ctx(NULL);
 		memset(m, 0, pg);
 		struct fsaio_req req;
 		struct fsaio_event ev;
 		uint64_t off = 40960 + 100;
 		fsaio_prep_pread(&req, fd, m, 2 * pg, (int64_t)off);
-		t_submit1(ctx, &req);
-		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		t_submit1(fresh, &req);
+		t_reap_all(fresh, 1, &ev, T_EVENT_TIMEOUT_MS);
 		cr_assert_eq(ev.res, (int64_t)pg, "%s: res %lld", hot ? "hot" : "cold", (long long)ev.res);
 		t_check_pattern(m, pg, off, 13);
-		t_ctx_destroy(ctx);
+		t_ctx_destroy(fresh);
 	}
 	munmap(m, 2 * pg);
 }
@@ -397,7 +381,6 @@ Test(badinput, buffer_faults_midway)
  * yields its events, the bad one and those after it are not. */
 Test(badinput, batch_with_bad_request_in_middle)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int fd = t_coldfile(1 * MiB, 14);
 	t_make_hot(fd, 0, 64 * KiB);
 	enum { N = 5, LEN = 8192 };
@@ -434,13 +417,11 @@ Test(badinput, batch_with_bad_request_in_middle)
 		t_check_pattern(bufs[i], LEN, (uint64_t)i * 100 * KiB, 14);
 	}
 	cr_assert_eq(t_stats(ctx).requests, N);
-	t_ctx_destroy(ctx);
 }
 
 /* getevents' own argument checks. */
 Test(badinput, getevents_arguments)
 {
-	fsaio_ctx_t *ctx = t_ctx(NULL);
 	struct fsaio_event evs[4];
 	struct timespec bad1 = { 0, -1 }, bad2 = { 0, 1000000000L }, bad3 = { -1, 0 };
 
@@ -449,5 +430,4 @@ Test(badinput, getevents_arguments)
 	cr_assert_eq(T_CALL(fsaio_getevents(ctx, 1, 4, evs, &bad2)), -EINVAL, "tv_nsec >= 1e9");
 	cr_assert_eq(T_CALL(fsaio_getevents(ctx, 1, 4, evs, &bad3)), -EINVAL, "tv_sec < 0");
 	cr_assert_eq(T_CALL(fsaio_getevents(ctx, 0, 0, evs, NULL)), 0, "nr 0");
-	t_ctx_destroy(ctx);
 }

@@ -19,8 +19,7 @@ TestSuite(basic, .init = t_setup, .fini = t_teardown, .timeout = 60);
 
 Test(basic, hot_read_completes_inline)
 {
-	int fd = t_tmpfile(1 * MiB, 1);
-	t_make_hot(fd, 0, 1 * MiB);
+	int fd = t_hotfile(1 * MiB, 1);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 
 	size_t len = 64 * KiB + 123;
@@ -44,12 +43,8 @@ Test(basic, hot_read_completes_inline)
 	t_no_event(ctx);
 
 	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.requests, 1);
-	cr_assert_eq(st.completed_inline, 1);
-	cr_assert_eq(st.partial_inline, 0);
-	cr_assert_eq(st.queued, 0);
-	cr_assert_eq(st.bytes_inline, len);
-	cr_assert_eq(st.bytes_worker, 0);
+	t_check_path(&st, (struct t_path){ .requests = 1, .completed_inline = 1, .bytes_inline = len },
+		     "a hot read");
 	t_ctx_destroy(ctx);
 	free(buf);
 }
@@ -72,13 +67,9 @@ Test(basic, cold_read_goes_to_pool)
 	t_check_pattern(buf, len, off, 2);
 
 	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.requests, 1);
-	cr_assert_eq(st.completed_inline, 0);
-	cr_assert_eq(st.partial_inline, 0);
-	cr_assert_eq(st.queued, 1);
+	t_check_path(&st, (struct t_path){ .requests = 1, .queued = 1, .bytes_worker = len },
+		     "a cold read");
 	cr_assert_geq(st.retries, 1);
-	cr_assert_eq(st.bytes_inline, 0);
-	cr_assert_eq(st.bytes_worker, len);
 	/* A range with no page cached is what the probe exists to catch. */
 	cr_assert_geq(st.probe_calls, 1);
 	cr_assert_geq(st.probe_cold, 1);
@@ -251,8 +242,7 @@ Test(basic, mixed_batch)
 
 Test(basic, no_inline_flag_queues_hot_reads)
 {
-	int fd = t_tmpfile(256 * KiB, 6);
-	t_make_hot(fd, 0, 256 * KiB);
+	int fd = t_hotfile(256 * KiB, 6);
 	struct fsaio_params p = { .flags = FSAIO_CTX_NO_INLINE };
 	fsaio_ctx_t *ctx = t_pool_ctx(&p);
 
@@ -305,19 +295,8 @@ Test(basic, cold_read_every_backend)
 		fsaio_ctx_t *ctx = t_ctx(&p);
 		enum { N = 8, LEN = 32 * 1024 };
 		static uint8_t bufs[N][LEN];
-		struct fsaio_req reqs[N], *rp[N];
-		for (int i = 0; i < N; i++) {
-			fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * 100003);
-			rp[i] = &reqs[i];
-		}
-		t_submit(ctx, rp, N);
-		struct fsaio_event evs[N];
-		t_reap_all(ctx, N, evs, T_EVENT_TIMEOUT_MS);
-		t_match_events(evs, N, rp, N);
-		for (int i = 0; i < N; i++) {
-			cr_assert_eq(t_event_of(evs, N, &reqs[i])->res, LEN, "backend %u req %d", backends[b], i);
-			t_check_pattern(bufs[i], LEN, (uint64_t)i * 100003, 8);
-		}
+
+		t_read_batch(ctx, fd, &bufs[0][0], N, LEN, 100003, 8, "backend", backends[b]);
 		t_ctx_destroy(ctx);
 	}
 }

@@ -17,16 +17,18 @@
 
 TestSuite(cancel, .init = t_setup, .fini = t_teardown, .timeout = 60);
 
-static struct fsaio_params one_worker(void)
+/* t_saturate on a context of one worker: s->ctx, its worker blocked. */
+static void saturate_one_worker(struct t_sat *s)
 {
-	return (struct fsaio_params){ .workers = 1 };
+	struct fsaio_params p = { .workers = 1 };
+
+	t_saturate(s, &p);
 }
 
 Test(cancel, queued_requests)
 {
 	struct t_sat s;
-	struct fsaio_params p = one_worker();
-	t_saturate(&s, &p);
+	saturate_one_worker(&s);
 
 	enum { N = 8, LEN = 64 * 1024 };
 	int fd = t_coldfile(1 * MiB, 90);
@@ -85,8 +87,7 @@ Test(cancel, queued_requests)
 	cr_assert_eq(st.cancelled, NV);
 	cr_assert_eq(st.requests, N + 1);
 	cr_assert_eq(st.pool_queue_len, 0);
-	t_ctx_destroy(s.ctx);
-	t_blocker_fini(&s.blk);
+	t_ctx_sat_destroy(s.ctx, &s);
 	free(bufs);
 }
 
@@ -95,8 +96,7 @@ Test(cancel, queued_requests)
 Test(cancel, partial_progress_in_res2)
 {
 	struct t_sat s;
-	struct fsaio_params p = one_worker();
-	t_saturate(&s, &p);
+	saturate_one_worker(&s);
 
 	int fd = t_tmpfile(1 * MiB, 91);
 	size_t len = 512 * KiB;
@@ -136,11 +136,8 @@ Test(cancel, partial_progress_in_res2)
 		     (long long)ev.res2, (unsigned long long)inline_bytes);
 	t_check_pattern(buf, (size_t)ev.res2, 1000, 91);
 
-	t_sat_unblock(&s);
-	t_reap_all(s.ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-	t_sat_check(&s, &ev, 1);
-	t_ctx_destroy(s.ctx);
-	t_blocker_fini(&s.blk);
+	t_sat_reap_blocker(&s);
+	t_ctx_sat_destroy(s.ctx, &s);
 	free(buf);
 }
 
@@ -148,8 +145,7 @@ Test(cancel, partial_progress_in_res2)
 Test(cancel, queued_fsync_and_write)
 {
 	struct t_sat s;
-	struct fsaio_params p = one_worker();
-	t_saturate(&s, &p);
+	saturate_one_worker(&s);
 
 	int fd = t_tmpfile(256 * KiB, 92);
 	uint8_t src[8192];
@@ -172,11 +168,8 @@ Test(cancel, queued_fsync_and_write)
 	/* The cancelled write never happened. */
 	t_check_file(fd, 0, sizeof(src), 92);
 
-	t_sat_unblock(&s);
-	t_reap_all(s.ctx, 1, evs, T_EVENT_TIMEOUT_MS);
-	t_sat_check(&s, evs, 1);
-	t_ctx_destroy(s.ctx);
-	t_blocker_fini(&s.blk);
+	t_sat_reap_blocker(&s);
+	t_ctx_sat_destroy(s.ctx, &s);
 }
 
 /* -EINVAL for what is not in flight on this context; never 0 and never a
@@ -184,8 +177,7 @@ Test(cancel, queued_fsync_and_write)
 Test(cancel, not_in_flight)
 {
 	struct t_sat s;
-	struct fsaio_params p = one_worker();
-	t_saturate(&s, &p);
+	saturate_one_worker(&s);
 	fsaio_ctx_t *other = t_ctx(NULL);
 
 	int fd = t_tmpfile(1 * MiB, 94);
@@ -231,8 +223,7 @@ Test(cancel, not_in_flight)
 	T_ASSERT_RET(fsaio_cancel(s.ctx, &s.breq), -EINVAL);
 	cr_assert_eq(t_stats(s.ctx).cancelled, 0);
 	t_ctx_destroy(other);
-	t_ctx_destroy(s.ctx);
-	t_blocker_fini(&s.blk);
+	t_ctx_sat_destroy(s.ctx, &s);
 	free(big);
 }
 
@@ -245,8 +236,7 @@ Test(cancel, cancel_all_then_reuse)
 	t_saturate(&s, &p);
 
 	enum { N = 32, LEN = 4096 };
-	int fd = t_tmpfile(N * LEN, 95);
-	t_make_hot(fd, 0, N * LEN);
+	int fd = t_hotfile(N * LEN, 95);
 	static uint8_t bufs[N][LEN];
 	struct fsaio_req reqs[N], *rp[N];
 	for (int i = 0; i < N; i++) {
@@ -264,9 +254,7 @@ Test(cancel, cancel_all_then_reuse)
 	for (int i = 0; i < N; i++)
 		cr_assert_eq(evs[i].res, -ECANCELED);
 
-	t_sat_unblock(&s);
-	t_reap_all(s.ctx, 1, evs, T_EVENT_TIMEOUT_MS);
-	t_sat_check(&s, evs, 1);
+	t_sat_reap_blocker(&s);
 
 	for (int i = 0; i < N; i++)
 		memset(bufs[i], 0, LEN);
@@ -278,6 +266,5 @@ Test(cancel, cancel_all_then_reuse)
 		t_check_pattern(bufs[i], LEN, (uint64_t)i * LEN, 95);
 	}
 	cr_assert_eq(t_stats(s.ctx).cancelled, N);
-	t_ctx_destroy(s.ctx);
-	t_blocker_fini(&s.blk);
+	t_ctx_sat_destroy(s.ctx, &s);
 }

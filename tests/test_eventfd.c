@@ -38,8 +38,7 @@ static void submit_hot(fsaio_ctx_t *ctx, int fd, struct fsaio_req *reqs, uint8_t
 
 Test(eventfd, readable_exactly_while_pending)
 {
-	int fd = t_tmpfile(64 * KiB, 120);
-	t_make_hot(fd, 0, 64 * KiB);
+	int fd = t_hotfile(64 * KiB, 120);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int efd = T_CALL(fsaio_event_fd(ctx));
 	cr_assert_geq(efd, 0);
@@ -94,8 +93,7 @@ Test(eventfd, wakes_for_worker_completion)
 /* Asked for after events are already pending: readable at once. */
 Test(eventfd, created_with_events_pending)
 {
-	int fd = t_tmpfile(64 * KiB, 122);
-	t_make_hot(fd, 0, 64 * KiB);
+	int fd = t_hotfile(64 * KiB, 122);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	struct fsaio_req reqs[2];
 	uint8_t bufs[2][4096];
@@ -111,8 +109,7 @@ Test(eventfd, created_with_events_pending)
 
 Test(eventfd, epoll_level_triggered)
 {
-	int fd = t_tmpfile(64 * KiB, 123);
-	t_make_hot(fd, 0, 64 * KiB);
+	int fd = t_hotfile(64 * KiB, 123);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	int efd = T_CALL(fsaio_event_fd(ctx));
 	cr_assert_geq(efd, 0);

@@ -64,8 +64,7 @@ Test(getevents, relative_timeout_nothing_pending)
 
 Test(getevents, relative_timeout_returns_what_is_there)
 {
-	int fd = t_tmpfile(64 * KiB, 170);
-	t_make_hot(fd, 0, 64 * KiB);
+	int fd = t_hotfile(64 * KiB, 170);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	struct fsaio_req reqs[2];
 	uint8_t bufs[2][512];
@@ -84,8 +83,7 @@ Test(getevents, relative_timeout_returns_what_is_there)
 
 Test(getevents, nr_caps_and_min_nr_zero)
 {
-	int fd = t_tmpfile(64 * KiB, 171);
-	t_make_hot(fd, 0, 64 * KiB);
+	int fd = t_hotfile(64 * KiB, 171);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	enum { N = 5 };
 	struct fsaio_req reqs[N], *rp[N];
@@ -215,8 +213,7 @@ Test(getevents, eintr_with_nothing_collected)
  * while the call goes on waiting for min_nr. */
 Test(getevents, signal_after_some_collected_returns_them)
 {
-	int fd = t_tmpfile(64 * KiB, 174);
-	t_make_hot(fd, 0, 64 * KiB);
+	int fd = t_hotfile(64 * KiB, 174);
 	g_rescue_fd = fd;
 	g_ctx = t_ctx(NULL);
 	struct fsaio_req req;

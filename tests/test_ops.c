@@ -326,21 +326,9 @@ Test(ops, tmpfs_read_write)
 	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	enum { N = 8, LEN = 50000 };
 	static uint8_t bufs[N][LEN];
-	struct fsaio_req reqs[N], *rp[N];
-	for (int round = 0; round < 3; round++) {
-		for (int i = 0; i < N; i++) {
-			fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * 99991);
-			rp[i] = &reqs[i];
-		}
-		t_submit(ctx, rp, N);
-		struct fsaio_event evs[N];
-		t_reap_all(ctx, N, evs, T_EVENT_TIMEOUT_MS);
-		t_match_events(evs, N, rp, N);
-		for (int i = 0; i < N; i++) {
-			cr_assert_eq(t_event_of(evs, N, &reqs[i])->res, LEN, "round %d req %d", round, i);
-			t_check_pattern(bufs[i], LEN, (uint64_t)i * 99991, 56);
-		}
-	}
+
+	for (unsigned round = 0; round < 3; round++)
+		t_read_batch(ctx, fd, &bufs[0][0], N, LEN, 99991, 56, "round", round);
 
 	/* Across EOF and a write. */
 	struct fsaio_req req;

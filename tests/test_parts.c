@@ -78,9 +78,8 @@ Test(parts, fdtable_sees_an_fd_number_reused_for_a_pipe)
 Test(parts, probe_judges_a_file_on_disk_and_counts_into_its_counters)
 {
 	struct fsaio__counters st = { 0 };
-	int fd = t_tmpfile(256 * KiB, 3);
+	int fd = t_coldfile(256 * KiB, 3);
 
-	t_make_cold(fd);
 	cr_assert_eq(fsaio__probe(&st, fd, 0, 64 * KiB), FSAIO__RES_COLD);
 	cr_assert_eq(atomic_load(&st.probe_calls), 1);
 

@@ -200,10 +200,9 @@ Test(readahead, random_access_prefetches_nothing)
 Test(readahead, fadvise_random_turns_detection_off)
 {
 	enum { LEN = 128 * KiB };
-	int fd = t_tmpfile(16 * MiB, 24);
+	int fd = t_coldfile(16 * MiB, 24);
 	uint8_t *buf = malloc(LEN);
 
-	t_make_cold(fd);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	T_ASSERT_RET(fsaio_fadvise(ctx, fd, POSIX_FADV_RANDOM), 0);
 	for (unsigned i = 0; i < 16; i++)
@@ -220,10 +219,9 @@ Test(readahead, fadvise_random_turns_detection_off)
 Test(readahead, fadvise_sequential_prefetches_from_the_first_read)
 {
 	enum { LEN = 1 * MiB };
-	int fd = t_tmpfile(32 * MiB, 25);
+	int fd = t_coldfile(32 * MiB, 25);
 	uint8_t *buf = malloc(LEN);
 
-	t_make_cold(fd);
 	const struct watch ahead = watch(fd, 9 * MiB, 4 * MiB);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	T_ASSERT_RET(fsaio_fadvise(ctx, fd, POSIX_FADV_SEQUENTIAL), 0);
@@ -241,10 +239,9 @@ Test(readahead, fadvise_sequential_prefetches_from_the_first_read)
 Test(readahead, no_readahead_flag_turns_it_all_off)
 {
 	enum { LEN = 128 * KiB };
-	int fd = t_tmpfile(16 * MiB, 26);
+	int fd = t_coldfile(16 * MiB, 26);
 	uint8_t *buf = malloc(LEN);
 
-	t_make_cold(fd);
 	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
 	struct fsaio_params p = { .flags = FSAIO_CTX_NO_READAHEAD };
 	fsaio_ctx_t *ctx = t_ctx(&p);

@@ -61,6 +61,22 @@ static void check_round(const struct fsaio_event *evs, unsigned n, unsigned seed
 	}
 }
 
+/* Rounds [from, to) of submit_round, each reaped by waiting in getevents
+ * and, with seed non-zero, checked to hold the pattern of seed. */
+static void wait_rounds(fsaio_ctx_t *ctx, int fd, int from, int to, unsigned seed)
+{
+	static uint8_t bufs[PER_ROUND][4 * KiB];
+	struct fsaio_req reqs[PER_ROUND];
+	struct fsaio_event evs[PER_ROUND];
+
+	for (int round = from; round < to; round++) {
+		submit_round(ctx, fd, round, reqs, bufs);
+		t_reap_all(ctx, PER_ROUND, evs, T_EVENT_TIMEOUT_MS);
+		if (seed)
+			check_round(evs, PER_ROUND, seed);
+	}
+}
+
 /* A context carrying misses on the ring, and a cold file of seed that it
  * reads at random. */
 static fsaio_ctx_t *cold_ring_ctx(unsigned seed, int *fd)
@@ -79,15 +95,8 @@ Test(reap, a_waiting_caller_carries_the_ring)
 		cr_skip_test("io_uring is not available to this process");
 	int fd;
 	fsaio_ctx_t *ctx = cold_ring_ctx(211, &fd);
-	static uint8_t bufs[PER_ROUND][4 * KiB];
-	struct fsaio_req reqs[PER_ROUND];
-	struct fsaio_event evs[PER_ROUND];
 
-	for (int round = 0; round < 64; round++) {
-		submit_round(ctx, fd, round, reqs, bufs);
-		t_reap_all(ctx, PER_ROUND, evs, T_EVENT_TIMEOUT_MS);
-		check_round(evs, PER_ROUND, 211);
-	}
+	wait_rounds(ctx, fd, 0, 64, 211);
 	check_harvest_count(ctx);
 	/* 512 cold reads: a caller that waited harvested some itself. */
 	struct fsaio_stats st = t_stats(ctx);
@@ -107,10 +116,7 @@ Test(reap, the_thread_carries_the_ring_for_an_eventfd_reader)
 	struct fsaio_req reqs[PER_ROUND];
 	struct fsaio_event evs[PER_ROUND];
 
-	for (int round = 0; round < 4; round++) {
-		submit_round(ctx, fd, round, reqs, bufs);
-		t_reap_all(ctx, PER_ROUND, evs, T_EVENT_TIMEOUT_MS);
-	}
+	wait_rounds(ctx, fd, 0, 4, 0);
 	int efd = T_CALL(fsaio_event_fd(ctx));
 	cr_assert_geq(efd, 0);
 	uint64_t caller_before = t_stats(ctx).ring_reaped_caller;

@@ -21,14 +21,9 @@ Test(stats, fresh_context_is_zero)
 {
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.requests, 0);
-	cr_assert_eq(st.completed_inline, 0);
-	cr_assert_eq(st.partial_inline, 0);
-	cr_assert_eq(st.queued, 0);
+	t_check_path(&st, (struct t_path){ 0 }, "a fresh context");
 	cr_assert_eq(st.retries, 0);
 	cr_assert_eq(st.blocking_inline, 0);
-	cr_assert_eq(st.bytes_inline, 0);
-	cr_assert_eq(st.bytes_worker, 0);
 	cr_assert_eq(st.pool_queue_len, 0);
 	cr_assert_eq(st.pool_threads, 0, "workers start on demand");
 	cr_assert_eq(st.probe_calls, 0);
@@ -82,8 +77,7 @@ Test(stats, blocking_calls_counted_by_who_made_them)
 /* Hot reads complete in the submitter, every one of them. */
 Test(stats, hot_reads_all_inline)
 {
-	int fd = t_tmpfile(1 * MiB, 180);
-	t_make_hot(fd, 0, 1 * MiB);
+	int fd = t_hotfile(1 * MiB, 180);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	enum { N = 32, LEN = 32 * 1024 };
 	uint8_t *bufs = malloc((size_t)N * LEN);
@@ -237,6 +231,44 @@ static int prep_blocked_write(struct t_blocker *b, struct fsaio_req *r)
 	return fd;
 }
 
+/* Up to 8 blocked writes (prep_blocked_write) and their files. */
+struct blocked {
+	struct t_blocker blk[8];
+	struct fsaio_req reqs[8], *rp[8];
+	int fds[8];
+	unsigned n;
+};
+
+/* Submit n blocked writes as one batch; wait until the first held of them
+ * have faulted, each holding a worker. */
+static void blocked_submit(fsaio_ctx_t *ctx, struct blocked *b, unsigned n, unsigned held)
+{
+	cr_assert_leq(n, 8);
+	b->n = n;
+	for (unsigned i = 0; i < n; i++) {
+		b->fds[i] = prep_blocked_write(&b->blk[i], &b->reqs[i]);
+		b->rp[i] = &b->reqs[i];
+	}
+	t_submit(ctx, b->rp, n);
+	for (unsigned i = 0; i < held; i++)
+		t_blocker_wait_fault(&b->blk[i], T_EVENT_TIMEOUT_MS);
+}
+
+/* Reap the released writes of b: each wrote its 4 KiB, the pattern of seed. */
+static void blocked_reap(fsaio_ctx_t *ctx, struct blocked *b, unsigned seed)
+{
+	struct fsaio_event evs[8];
+
+	t_reap_all(ctx, b->n, evs, T_EVENT_TIMEOUT_MS);
+	t_match_events(evs, b->n, b->rp, b->n);
+	for (unsigned i = 0; i < b->n; i++) {
+		cr_assert_eq(t_event_of(evs, b->n, &b->reqs[i])->res, 4096);
+		t_check_file(b->fds[i], 0, 4096, seed);
+		t_blocker_fini(&b->blk[i]);
+		close(b->fds[i]);
+	}
+}
+
 /*
  * Hold k workers with k blockers, one write each; one more request must
  * queue rather than start a thread beyond the limit.
@@ -244,43 +276,27 @@ static int prep_blocked_write(struct t_blocker *b, struct fsaio_req *r)
 static void check_worker_limit(const struct fsaio_params *p, unsigned limit)
 {
 	fsaio_ctx_t *ctx = t_pool_ctx(p);
-	struct t_blocker blk[8];
-	struct fsaio_req reqs[8], *rp[8];
-	int fds[8];
+	struct blocked b;
 	uint8_t content[4096];
 	cr_assert_lt(limit, 8);
 	unsigned n = limit + 1;
 
 	t_fill_pattern(content, sizeof(content), 0, 183);
-	for (unsigned i = 0; i < n; i++) {
-		fds[i] = prep_blocked_write(&blk[i], &reqs[i]);
-		rp[i] = &reqs[i];
-	}
-	t_submit(ctx, rp, n);
-	for (unsigned i = 0; i < limit; i++)
-		t_blocker_wait_fault(&blk[i], T_EVENT_TIMEOUT_MS);
+	blocked_submit(ctx, &b, n, limit);
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.pool_threads, limit, "%llu threads, limit %u",
 		     (unsigned long long)st.pool_threads, limit);
 	cr_assert_eq(st.pool_queue_len, 1);
 
 	/* Free one worker: it takes the queued write, which blocks in turn. */
-	t_blocker_release(&blk[0], content);
-	t_blocker_wait_fault(&blk[limit], T_EVENT_TIMEOUT_MS);
+	t_blocker_release(&b.blk[0], content);
+	t_blocker_wait_fault(&b.blk[limit], T_EVENT_TIMEOUT_MS);
 	st = t_stats(ctx);
 	cr_assert_eq(st.pool_threads, limit);
 	cr_assert_eq(st.pool_queue_len, 0);
 	for (unsigned i = 1; i < n; i++)
-		t_blocker_release(&blk[i], content);
-
-	struct fsaio_event evs[8];
-	t_reap_all(ctx, n, evs, T_EVENT_TIMEOUT_MS);
-	t_match_events(evs, n, rp, n);
-	for (unsigned i = 0; i < n; i++) {
-		cr_assert_eq(t_event_of(evs, n, &reqs[i])->res, 4096);
-		t_check_file(fds[i], 0, 4096, 183);
-		t_blocker_fini(&blk[i]);
-	}
+		t_blocker_release(&b.blk[i], content);
+	blocked_reap(ctx, &b, 183);
 	/* Idle now: none beyond the limit (they may begin to retire). */
 	cr_assert_leq(t_stats(ctx).pool_threads, limit);
 	t_ctx_destroy(ctx);
@@ -289,32 +305,16 @@ static void check_worker_limit(const struct fsaio_params *p, unsigned limit)
 /* Hold k workers with k blockers, then let their writes finish. */
 static void run_blocked_writes(fsaio_ctx_t *ctx, unsigned k, unsigned seed)
 {
-	struct t_blocker blk[4];
-	struct fsaio_req reqs[4], *rp[4];
-	struct fsaio_event evs[4];
+	struct blocked b;
 	uint8_t content[4096];
-	int fds[4];
 
 	cr_assert_leq(k, 4);
 	t_fill_pattern(content, sizeof(content), 0, seed);
-	for (unsigned i = 0; i < k; i++) {
-		fds[i] = prep_blocked_write(&blk[i], &reqs[i]);
-		rp[i] = &reqs[i];
-	}
-	t_submit(ctx, rp, k);
-	for (unsigned i = 0; i < k; i++)
-		t_blocker_wait_fault(&blk[i], T_EVENT_TIMEOUT_MS);
+	blocked_submit(ctx, &b, k, k);
 	cr_assert_eq(t_stats(ctx).pool_threads, k, "one worker per blocked write");
 	for (unsigned i = 0; i < k; i++)
-		t_blocker_release(&blk[i], content);
-	t_reap_all(ctx, k, evs, T_EVENT_TIMEOUT_MS);
-	t_match_events(evs, k, rp, k);
-	for (unsigned i = 0; i < k; i++) {
-		cr_assert_eq(t_event_of(evs, k, &reqs[i])->res, 4096);
-		t_check_file(fds[i], 0, 4096, seed);
-		t_blocker_fini(&blk[i]);
-		close(fds[i]);
-	}
+		t_blocker_release(&b.blk[i], content);
+	blocked_reap(ctx, &b, seed);
 }
 
 /* Workers that stay idle retire, down to one, and the pool starts new ones

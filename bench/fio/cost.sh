@@ -23,12 +23,13 @@
 #
 #   cost.sh [-f FILE] [-s SHIM.so] [-b COLD_BS] [-d COLD_DEPTH] [-r HOT_SECONDS]
 # FILE defaults to ./fsaio-fio-1g.dat (on disk, not tmpfs). Needs perf.
+
+# shellcheck disable=SC2154 # file and shim: set by bench_fio_defaults (lib.sh)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
-file=./fsaio-fio-1g.dat
-shim=$here/../../build/dropin/libfsaio-libaio.so
+bench_fio_defaults
 bs2=64k
 depth2=16
 hot_runtime=5

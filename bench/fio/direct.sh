@@ -24,12 +24,13 @@
 # fsaio-qemu-1g.raw beside it; both are laid out (1 GiB written) if missing.
 # SECONDS is the fio time of each method in each case (10, in two halves).
 # Needs fio, perf and qemu-img.
+
+# shellcheck disable=SC2154 # file and shim: set by bench_fio_defaults (lib.sh)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
-file=./fsaio-fio-1g.dat
-shim=$here/../../build/dropin/libfsaio-libaio.so
+bench_fio_defaults
 runtime=10
 bench_opts "f:file s:shim r:runtime" "$@"
 bench_have "use -s" "$shim"

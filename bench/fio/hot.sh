@@ -15,12 +15,13 @@
 # fio's libaio engine on the kernel's AIO, on the floor and on the contract
 # floor (build/bench/libfsaio-libaio-floor.so and
 # libfsaio-libaio-contract-floor.so, bench/README.md). Needs perf.
+
+# shellcheck disable=SC2154 # file and shim: set by bench_fio_defaults (lib.sh)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
-file=./fsaio-fio-1g.dat
-shim=$here/../../build/dropin/libfsaio-libaio.so
+bench_fio_defaults
 rounds=8
 runtime=3
 bench_opts "f:file s:shim n:rounds r:runtime" "$@"

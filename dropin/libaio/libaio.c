@@ -78,22 +78,26 @@ SHIM_API int io_destroy(io_context_t ctx)
 	return shim__libaio_destroy(ctx);
 }
 
+/* The end of a call on one of ours: drop the hold shim__get took, give the
+ * caller back its errno (saved), and answer ret. */
+static int put_answer(struct shim_ctx *c, struct shim_hazard *held, int saved, long ret)
+{
+	shim__put(c, held);
+	errno = saved;
+	return (int)ret;
+}
+
 /* io_submit disables cancellation only around its steps that may be
  * cancellation points (submit.c). */
 int shim__libaio_submit(io_context_t ctx, long nr, struct iocb *ios[])
 {
-	struct shim_ctx *c;
 	struct shim_hazard *held;
 	int saved = errno;
-	long ret;
+	struct shim_ctx *c = shim__get(ctx, &held);
 
-	c = shim__get(ctx, &held);
 	if (!c)
 		return (int)KERNEL(SYS_io_submit, ctx, nr, ios, 0, 0, 0);
-	ret = shim__submit(c, nr, ios);
-	shim__put(c, held);
-	errno = saved;
-	return (int)ret;
+	return put_answer(c, held, saved, shim__submit(c, nr, ios));
 }
 
 SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
@@ -106,18 +110,13 @@ SHIM_API int io_submit(io_context_t ctx, long nr, struct iocb *ios[])
 int shim__io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
 		       struct timespec *timeout)
 {
-	struct shim_ctx *c;
 	struct shim_hazard *held;
 	int saved = errno;
-	long ret;
+	struct shim_ctx *c = shim__get(ctx, &held);
 
-	c = shim__get(ctx, &held);
 	if (!c)
 		return (int)KERNEL(SYS_io_getevents, ctx, min_nr, nr, events, timeout, 0);
-	ret = shim__getevents(c, min_nr, nr, events, timeout, NULL);
-	shim__put(c, held);
-	errno = saved;
-	return (int)ret;
+	return put_answer(c, held, saved, shim__getevents(c, min_nr, nr, events, timeout, NULL));
 }
 
 FSAIO__SYMVER(shim_io_getevents_0_4, "io_getevents@@LIBAIO_0.4");

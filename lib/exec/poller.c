@@ -44,6 +44,7 @@
 #include "poller.h"
 #include "req.h"
 #include "poller_table.h"
+#include "thread.h"
 
 #define POLLER_STACK (1u << 20)
 #define WAKE_KEY UINT64_MAX     /* epoll data of the stop eventfd; fds are >= 0 */
@@ -300,8 +301,6 @@ static void close_fds(struct fsaio__poller *pl)
 static int start_thread(struct fsaio__poller *pl)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_KEY };
-	pthread_attr_t attr;
-	sigset_t all, old;
 	int ret;
 
 	pl->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -312,16 +311,9 @@ static int start_thread(struct fsaio__poller *pl)
 		goto fail_errno;
 	if (epoll_ctl(pl->epfd, EPOLL_CTL_ADD, pl->wakefd, &ev) < 0)
 		goto fail_errno;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, POLLER_STACK);
-	/* The caller's signal handlers must not run on our thread, and a
-	 * SIGPIPE from a write to a pipe without readers stays pending there
-	 * instead of killing the process; the call reports -EPIPE. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&pl->thread, &attr, poller_main, pl);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
+	/* A SIGPIPE from a write to a pipe without readers stays pending on
+	 * the thread; the call reports -EPIPE. */
+	ret = fsaio__thread_start(&pl->thread, POLLER_STACK, poller_main, pl);
 	if (ret) {
 		close_fds(pl);
 		return -ret;

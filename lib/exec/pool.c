@@ -42,6 +42,7 @@
 #include "list.h"
 #include "pool.h"
 #include "req.h"
+#include "thread.h"
 
 #define WORKER_STACK (1u << 20)
 /* How long a worker waits for work before it retires (glibc's POSIX AIO
@@ -187,8 +188,6 @@ static void *worker(void *arg)
 static int spawn(struct fsaio__pool *p)
 {
 	struct fsaio__worker *w = NULL;
-	pthread_attr_t attr;
-	sigset_t all, old;
 	char name[16];
 	int ret;
 
@@ -198,13 +197,7 @@ static int spawn(struct fsaio__pool *p)
 	if (!w)
 		return -EAGAIN;
 	w->pool = p;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, WORKER_STACK);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&w->tid, &attr, worker, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
+	ret = fsaio__thread_start(&w->tid, WORKER_STACK, worker, w);
 	if (ret)
 		return -ret;
 	snprintf(name, sizeof(name), "fsaio-w%u", (unsigned)(w - p->workers));

@@ -12,15 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#define PROG "consumer"
+#include "consumer.h"
+
 #define SIZE (256 * 1024)
 
 static unsigned char want[SIZE], got[SIZE];
-
-static int fail(const char *what, long v)
-{
-	fprintf(stderr, "consumer: %s (%ld)\n", what, v);
-	return 1;
-}
 
 int main(int argc, char **argv)
 {

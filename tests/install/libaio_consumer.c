@@ -14,15 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#define PROG "libaio_consumer"
+#include "consumer.h"
+
 #define SIZE (64 * 1024)
 
 static unsigned char want[SIZE], got[SIZE];
-
-static int fail(const char *what, long v)
-{
-	fprintf(stderr, "libaio_consumer: %s (%ld)\n", what, v);
-	return 1;
-}
 
 int main(int argc, char **argv)
 {
@@ -32,20 +29,9 @@ int main(int argc, char **argv)
 	Dl_info info;
 	int fd, rc;
 
-	if (argc < 3)
-		return fail("usage: libaio_consumer DROPIN_DIR FILE", argc);
-	if (!dladdr((void *)io_submit, &info) || !info.dli_fname)
-		return fail("dladdr(io_submit) failed", 0);
-	if (strncmp(info.dli_fname, argv[1], strlen(argv[1])) != 0) {
-		fprintf(stderr, "libaio_consumer: io_submit comes from %s, not %s\n",
-			info.dli_fname, argv[1]);
+	fd = dropin_start(argc, argv, (void *)io_submit, "io_submit", true, &info, want, SIZE);
+	if (fd < 0)
 		return 1;
-	}
-	for (size_t i = 0; i < SIZE; i++)
-		want[i] = (unsigned char)(i * 13 + 1);
-	fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || write(fd, want, SIZE) != SIZE)
-		return fail("cannot write the file", fd);
 	rc = io_setup(8, &ctx);
 	if (rc < 0)
 		return fail("io_setup", rc);

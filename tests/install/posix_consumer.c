@@ -14,15 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#define PROG "posix_consumer"
+#include "consumer.h"
+
 #define SIZE (64 * 1024)
 
 static unsigned char want[SIZE], got[SIZE];
-
-static int fail(const char *what, long v)
-{
-	fprintf(stderr, "posix_consumer: %s (%ld)\n", what, v);
-	return 1;
-}
 
 int main(int argc, char **argv)
 {
@@ -31,20 +28,9 @@ int main(int argc, char **argv)
 	Dl_info info;
 	int fd, err;
 
-	if (argc < 3)
-		return fail("usage: posix_consumer DROPIN FILE", argc);
-	if (!dladdr((void *)aio_read, &info) || !info.dli_fname)
-		return fail("dladdr(aio_read) failed", 0);
-	if (strstr(info.dli_fname, argv[1]) == NULL) {
-		fprintf(stderr, "posix_consumer: aio_read comes from %s, not %s\n",
-			info.dli_fname, argv[1]);
+	fd = dropin_start(argc, argv, (void *)aio_read, "aio_read", false, &info, want, SIZE);
+	if (fd < 0)
 		return 1;
-	}
-	for (size_t i = 0; i < SIZE; i++)
-		want[i] = (unsigned char)(i * 7 + 3);
-	fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || write(fd, want, SIZE) != SIZE)
-		return fail("cannot write the file", fd);
 	memset(&cb, 0, sizeof(cb));
 	cb.aio_fildes = fd;
 	cb.aio_buf = got;

@@ -13,7 +13,7 @@ shift 3
 
 rm -rf "$work"
 mkdir -p "$work/proj/subprojects"
-cp "$src/subproject/meson.build" "$src/consumer.c" "$work/proj/"
+cp "$src/subproject/meson.build" "$src/consumer.c" "$src/consumer.h" "$work/proj/"
 ln -s "$(cd "$top" && pwd)" "$work/proj/subprojects/libfsaio"
 
 # forcefallback: the subproject even where libfsaio is installed system-wide.

@@ -59,6 +59,36 @@ void t_cb(struct aiocb *cb, int fd, void *buf, size_t len, off_t off, int op)
 	cb->aio_sigevent.sigev_notify = SIGEV_NONE;
 }
 
+void t_read_start(struct aiocb *cb, int fd, void *buf, size_t len, off_t off)
+{
+	t_cb(cb, fd, buf, len, off, LIO_READ);
+	cr_assert_eq(aio_read(cb), 0, "aio_read of %zu at %lld on fd %d: %s", len, (long long)off,
+		     fd, strerror(errno));
+}
+
+void t_write_start(struct aiocb *cb, int fd, void *buf, size_t len, off_t off)
+{
+	t_cb(cb, fd, buf, len, off, LIO_WRITE);
+	cr_assert_eq(aio_write(cb), 0, "aio_write of %zu at %lld on fd %d: %s", len,
+		     (long long)off, fd, strerror(errno));
+}
+
+ssize_t t_feed(struct aiocb *cb, int wfd, const char *data)
+{
+	ssize_t len = (ssize_t)strlen(data);
+
+	cr_assert_eq(aio_error(cb), EINPROGRESS, "the read fed \"%s\" is no longer in progress", data);
+	cr_assert_eq(write(wfd, data, (size_t)len), len, "writing \"%s\"", data);
+	cr_assert_eq(t_wait(cb), 0, "the read fed \"%s\" failed", data);
+	return aio_return(cb);
+}
+
+void t_close_pair(const int p[2])
+{
+	close(p[0]);
+	close(p[1]);
+}
+
 int t_wait(struct aiocb *cb)
 {
 	const struct aiocb *list[1] = { cb };

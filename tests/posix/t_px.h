@@ -45,7 +45,17 @@ void t_teardown(void);
 
 /* Fill an aiocb (everything else zero, SIGEV_NONE). */
 void t_cb(struct aiocb *cb, int fd, void *buf, size_t len, off_t off, int op);
+/* t_cb of a read, then aio_read, which must take it. */
+void t_read_start(struct aiocb *cb, int fd, void *buf, size_t len, off_t off);
+/* t_cb of a write, then aio_write, which must take it. */
+void t_write_start(struct aiocb *cb, int fd, void *buf, size_t len, off_t off);
 /* Wait until cb is no longer EINPROGRESS (within T_WAIT_SEC); its error. */
 int t_wait(struct aiocb *cb);
+/* cb reads from a pipe or socket whose other end is wfd: assert it is still
+ * in progress, write data there, and assert it completes without error;
+ * its aio_return. */
+ssize_t t_feed(struct aiocb *cb, int wfd, const char *data);
+/* Close both ends of a pipe or socket pair. */
+void t_close_pair(const int p[2]);
 
 #endif /* T_PX_H */

@@ -20,8 +20,7 @@ Test(basic, read_then_error_then_return)
 	int fd = t_file(65536, 1);
 
 	t_cold(fd);
-	t_cb(&cb, fd, buf, sizeof(buf), 4096, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, fd, buf, sizeof(buf), 4096);
 	/* EINPROGRESS or already done: never anything else. */
 	int e = aio_error(&cb);
 	cr_assert(e == EINPROGRESS || e == 0, "aio_error %d", e);
@@ -38,8 +37,7 @@ Test(basic, write_then_read_back)
 	int fd = t_file(4096, 2);
 
 	t_fill(out, sizeof(out), 100, 3);
-	t_cb(&cb, fd, out, sizeof(out), 100, LIO_WRITE);
-	cr_assert_eq(aio_write(&cb), 0);
+	t_write_start(&cb, fd, out, sizeof(out), 100);
 	cr_assert_eq(t_wait(&cb), 0);
 	cr_assert_eq(aio_return(&cb), (ssize_t)sizeof(out));
 	cr_assert_eq(pread(fd, in, sizeof(in), 100), (ssize_t)sizeof(in));
@@ -53,13 +51,11 @@ Test(basic, short_read_at_eof_and_zero_past_it)
 	struct aiocb cb;
 	int fd = t_file(5000, 4);
 
-	t_cb(&cb, fd, buf, sizeof(buf), 4096, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, fd, buf, sizeof(buf), 4096);
 	cr_assert_eq(t_wait(&cb), 0);
 	cr_assert_eq(aio_return(&cb), 5000 - 4096);
 	t_check(buf, 5000 - 4096, 4096, 4);
-	t_cb(&cb, fd, buf, sizeof(buf), 1 << 20, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, fd, buf, sizeof(buf), 1 << 20);
 	cr_assert_eq(t_wait(&cb), 0);
 	cr_assert_eq(aio_return(&cb), 0);
 	close(fd);
@@ -107,8 +103,7 @@ Test(basic, resubmit_the_same_aiocb)
 	for (int i = 0; i < 200; i++) {
 		off_t off = (off_t)((i * 7919) % 256) * 4096;
 
-		t_cb(&cb, fd, buf, sizeof(buf), off, LIO_READ);
-		cr_assert_eq(aio_read(&cb), 0);
+		t_read_start(&cb, fd, buf, sizeof(buf), off);
 		cr_assert_eq(t_wait(&cb), 0);
 		cr_assert_eq(aio_return(&cb), 4096);
 		t_check(buf, sizeof(buf), (uint64_t)off, 6);
@@ -125,10 +120,8 @@ Test(basic, many_on_one_fd)
 	int fd = t_file(N * 4096 * 2, 7);
 
 	t_cold(fd);
-	for (int i = 0; i < N; i++) {
-		t_cb(&cbs[i], fd, bufs[i], 4096, (off_t)((N - 1 - i) * 2 + 1) * 4096, LIO_READ);
-		cr_assert_eq(aio_read(&cbs[i]), 0);
-	}
+	for (int i = 0; i < N; i++)
+		t_read_start(&cbs[i], fd, bufs[i], 4096, (off_t)((N - 1 - i) * 2 + 1) * 4096);
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(t_wait(&cbs[i]), 0);
 		cr_assert_eq(aio_return(&cbs[i]), 4096);
@@ -146,8 +139,7 @@ Test(basic, cache_hit_completes_in_the_caller)
 	int fd = t_file(65536, 8);
 
 	cr_assert_eq(pread(fd, buf, sizeof(buf), 0), 4096);
-	t_cb(&cb, fd, buf, sizeof(buf), 0, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, fd, buf, sizeof(buf), 0);
 	if (t_dropin())
 		cr_assert_eq(aio_error(&cb), 0, "a cached read is still in progress after aio_read");
 	cr_assert_eq(t_wait(&cb), 0);
@@ -187,10 +179,8 @@ Test(basic, requests_on_one_fd_run_concurrently)
 	int s[2];
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, s), 0);
-	t_cb(&rd, s[0], in, sizeof(in), 0, LIO_READ);
-	cr_assert_eq(aio_read(&rd), 0);
-	t_cb(&wr, s[0], "ping", 4, 0, LIO_WRITE);
-	cr_assert_eq(aio_write(&wr), 0);
+	t_read_start(&rd, s[0], in, sizeof(in), 0);
+	t_write_start(&wr, s[0], "ping", 4, 0);
 	if (t_dropin()) {
 		cr_assert_eq(t_wait(&wr), 0);
 		cr_assert_eq(aio_return(&wr), 4);
@@ -209,6 +199,5 @@ Test(basic, requests_on_one_fd_run_concurrently)
 	cr_assert_eq(memcmp(in, "pong", 4), 0);
 	cr_assert_eq(t_wait(&wr), 0);
 	cr_assert_eq(aio_return(&wr), 4);
-	close(s[0]);
-	close(s[1]);
+	t_close_pair(s);
 }

@@ -26,8 +26,7 @@ Test(cancel, done_request_is_alldone)
 	struct aiocb cb;
 	int fd = t_file(4096, 50);
 
-	t_cb(&cb, fd, bufs[0], 16, 0, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, fd, bufs[0], 16, 0);
 	cr_assert_eq(t_wait(&cb), 0);
 	cr_assert_eq(aio_cancel(fd, &cb), AIO_ALLDONE);
 	cr_assert_eq(aio_cancel(fd, NULL), AIO_ALLDONE);
@@ -52,12 +51,8 @@ Test(cancel, queued_request_is_canceled)
 	cr_assert_eq(aio_return(&second), -1);
 	/* Cancelling it again: it is done. */
 	cr_assert_eq(aio_cancel(p[0], &second), AIO_ALLDONE);
-	cr_assert_eq(aio_error(&first), EINPROGRESS);
-	cr_assert_eq(write(p[1], "abc", 3), 3);
-	cr_assert_eq(t_wait(&first), 0);
-	cr_assert_eq(aio_return(&first), 3);
-	close(p[0]);
-	close(p[1]);
+	cr_assert_eq(t_feed(&first, p[1], "abc"), 3);
+	t_close_pair(p);
 }
 
 /* All on the fd: glibc cannot take back the running first read. */
@@ -68,14 +63,11 @@ Test(cancel, all_on_an_fd)
 
 	cr_assert_eq(pipe(p), 0);
 	cr_assert_eq(pipe(q), 0);
-	for (int i = 0; i < 3; i++) {
-		t_cb(&cbs[i], p[0], bufs[i], 16, 0, LIO_READ);
-		cr_assert_eq(aio_read(&cbs[i]), 0);
-	}
+	for (int i = 0; i < 3; i++)
+		t_read_start(&cbs[i], p[0], bufs[i], 16, 0);
 	/* A request on another fd is not touched. */
 	struct aiocb other;
-	t_cb(&other, q[0], bufs[3], 16, 0, LIO_READ);
-	cr_assert_eq(aio_read(&other), 0);
+	t_read_start(&other, q[0], bufs[3], 16, 0);
 
 	r = aio_cancel(p[0], NULL);
 	cr_assert_eq(aio_error(&cbs[1]), ECANCELED);
@@ -85,18 +77,11 @@ Test(cancel, all_on_an_fd)
 		cr_assert_eq(aio_error(&cbs[0]), ECANCELED);
 	} else {
 		cr_assert_eq(r, AIO_NOTCANCELED);
-		cr_assert_eq(aio_error(&cbs[0]), EINPROGRESS);
-		cr_assert_eq(write(p[1], "x", 1), 1);
-		cr_assert_eq(t_wait(&cbs[0]), 0);
+		cr_assert_eq(t_feed(&cbs[0], p[1], "x"), 1);
 	}
-	cr_assert_eq(aio_error(&other), EINPROGRESS);
-	cr_assert_eq(write(q[1], "qq", 2), 2);
-	cr_assert_eq(t_wait(&other), 0);
-	cr_assert_eq(aio_return(&other), 2);
-	close(p[0]);
-	close(p[1]);
-	close(q[0]);
-	close(q[1]);
+	cr_assert_eq(t_feed(&other, q[1], "qq"), 2);
+	t_close_pair(p);
+	t_close_pair(q);
 }
 
 /* A read of a terminal: glibc's thread is blocked in read(2) and cannot
@@ -112,8 +97,7 @@ Test(cancel, waiting_terminal_read)
 	cr_assert_eq(unlockpt(m), 0);
 	s = open(ptsname(m), O_RDWR | O_NOCTTY);
 	cr_assert_geq(s, 0);
-	t_cb(&cb, s, bufs[0], 16, 0, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, s, bufs[0], 16, 0);
 	r = aio_cancel(s, &cb);
 	if (t_dropin()) {
 		cr_assert_eq(r, AIO_CANCELED);
@@ -156,8 +140,7 @@ Test(cancel, cancelled_request_is_notified)
 	cr_assert_eq(write(p[1], "a", 1), 1);
 	cr_assert_eq(t_wait(&first), 0);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 }
 
 /* An fsync held behind a waiting read is cancelled; the read then
@@ -168,8 +151,7 @@ Test(cancel, held_fsync_is_canceled)
 	int p[2];
 
 	cr_assert_eq(pipe(p), 0);
-	t_cb(&rd, p[0], bufs[0], 16, 0, LIO_READ);
-	cr_assert_eq(aio_read(&rd), 0);
+	t_read_start(&rd, p[0], bufs[0], 16, 0);
 	t_cb(&sync, p[0], NULL, 0, 0, 0);
 	cr_assert_eq(aio_fsync(O_SYNC, &sync), 0);
 	cr_assert_eq(aio_cancel(p[0], &sync), AIO_CANCELED);
@@ -178,6 +160,5 @@ Test(cancel, held_fsync_is_canceled)
 	cr_assert_eq(write(p[1], "b", 1), 1);
 	cr_assert_eq(t_wait(&rd), 0);
 	cr_assert_eq(aio_return(&rd), 1);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 }

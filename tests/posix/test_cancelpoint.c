@@ -141,8 +141,7 @@ static void cancelled_while_asleep(enum how how)
 	cr_assert_eq(write(p[1], "de", 2), 2);
 	cr_assert_eq(t_wait(&w->cb), 0);
 	cr_assert_eq(aio_return(&w->cb), 2);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 	free(w);
 }
 
@@ -179,7 +178,6 @@ Test(cancelpoint, lio_listio_wait)
 	pthread_join(th, &ret);
 	cr_assert_eq(atomic_load(&w->returned), 1);
 	cr_assert_eq(aio_return(&w->cb), 3);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 	free(w);
 }

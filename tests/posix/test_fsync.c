@@ -30,11 +30,9 @@ static void fsync_after(int op)
 
 		if (i % 3 == 2) {
 			t_fill(bufs[i], sizeof(bufs[i]), (uint64_t)off + 8192, 10);
-			t_cb(&cbs[i], fd, bufs[i], sizeof(bufs[i]), off + 8192, LIO_WRITE);
-			cr_assert_eq(aio_write(&cbs[i]), 0);
+			t_write_start(&cbs[i], fd, bufs[i], sizeof(bufs[i]), off + 8192);
 		} else {
-			t_cb(&cbs[i], fd, bufs[i], sizeof(bufs[i]), off, LIO_READ);
-			cr_assert_eq(aio_read(&cbs[i]), 0);
+			t_read_start(&cbs[i], fd, bufs[i], sizeof(bufs[i]), off);
 		}
 	}
 	t_cb(&sync, fd, NULL, 0, 0, 0);
@@ -75,8 +73,7 @@ Test(fsync, interleaved_fsyncs)
 
 	for (int i = 0; i < N; i++) {
 		t_fill(bufs[i], 4096, (uint64_t)i * 4096, 12);
-		t_cb(&w[i], fd, bufs[i], 4096, (off_t)i * 4096, LIO_WRITE);
-		cr_assert_eq(aio_write(&w[i]), 0);
+		t_write_start(&w[i], fd, bufs[i], 4096, (off_t)i * 4096);
 		t_cb(&s[i], fd, NULL, 0, 0, 0);
 		cr_assert_eq(aio_fsync(i % 2 ? O_SYNC : O_DSYNC, &s[i]), 0);
 	}
@@ -115,8 +112,7 @@ Test(fsync, append_writes_keep_their_order)
 		snprintf(recs[i], 16, "%08d", i);
 		total += len;
 		/* The offset is ignored on an O_APPEND fd. */
-		t_cb(&cbs[i], afd, recs[i], len, 0, LIO_WRITE);
-		cr_assert_eq(aio_write(&cbs[i]), 0);
+		t_write_start(&cbs[i], afd, recs[i], len, 0);
 	}
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(t_wait(&cbs[i]), 0);
@@ -149,8 +145,7 @@ Test(fsync, fsync_waits_for_a_blocked_read)
 	int p[2];
 
 	cr_assert_eq(pipe(p), 0);
-	t_cb(&rd, p[0], buf, sizeof(buf), 0, LIO_READ);
-	cr_assert_eq(aio_read(&rd), 0);
+	t_read_start(&rd, p[0], buf, sizeof(buf), 0);
 	t_cb(&sync, p[0], NULL, 0, 0, 0);
 	cr_assert_eq(aio_fsync(O_SYNC, &sync), 0);
 	errno = 0;
@@ -162,8 +157,7 @@ Test(fsync, fsync_waits_for_a_blocked_read)
 	cr_assert_eq(aio_return(&sync), -1);
 	cr_assert_eq(t_wait(&rd), 0);
 	cr_assert_eq(aio_return(&rd), 1);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 }
 
 /* An fsync on another file's fd does not wait for this one's requests;
@@ -178,8 +172,7 @@ Test(fsync, fsync_on_a_pipe_is_the_requests_einval)
 	cr_assert_eq(aio_fsync(O_SYNC, &cb), 0);
 	cr_assert_eq(t_wait(&cb), EINVAL);
 	cr_assert_eq(aio_return(&cb), -1);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 }
 
 /*
@@ -238,10 +231,8 @@ static void held_requests_stay_on_their_file(bool reuse)
 	cr_assert_eq(errno, EAGAIN);
 	cr_assert_eq(fcntl(wfd, F_SETFL, fl | O_APPEND), 0);
 
-	t_cb(&first, wfd, "A", 1, 0, LIO_WRITE);
-	cr_assert_eq(aio_write(&first), 0);
-	t_cb(&append, wfd, "B", 1, 0, LIO_WRITE);
-	cr_assert_eq(aio_write(&append), 0);
+	t_write_start(&first, wfd, "A", 1, 0);
+	t_write_start(&append, wfd, "B", 1, 0);
 	t_cb(&sync, wfd, NULL, 0, 0, 0);
 	cr_assert_eq(aio_fsync(O_SYNC, &sync), 0);
 	cr_assert_eq(aio_suspend(list, 1, &brief), -1, "the append did not wait");

@@ -21,8 +21,7 @@ static int64_t aio_read_of(void *arg, int fd, char *buf, size_t len, int parts)
 
 	(void)arg;
 	(void)parts;
-	t_cb(&cb, fd, buf, len, 0, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, fd, buf, len, 0);
 	cr_assert_eq(t_wait(&cb), 0);
 	return aio_return(&cb);
 }

@@ -22,10 +22,8 @@ Test(suspend, done_entry_returns_at_once)
 	int fd = t_file(4096, 40), p[2];
 
 	cr_assert_eq(pipe(p), 0);
-	t_cb(&never, p[0], buf, sizeof(buf), 0, LIO_READ);
-	cr_assert_eq(aio_read(&never), 0);
-	t_cb(&cb, fd, buf, sizeof(buf), 0, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&never, p[0], buf, sizeof(buf), 0);
+	t_read_start(&cb, fd, buf, sizeof(buf), 0);
 	cr_assert_eq(t_wait(&cb), 0);
 	cr_assert_eq(aio_suspend(list, 3, &zero), 0);
 	cr_assert_eq(aio_suspend(list, 3, NULL), 0);
@@ -34,8 +32,7 @@ Test(suspend, done_entry_returns_at_once)
 	cr_assert_eq(write(p[1], "y", 1), 1);
 	cr_assert_eq(t_wait(&never), 0);
 	cr_assert_eq(aio_return(&never), 1);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 	close(fd);
 }
 
@@ -47,19 +44,15 @@ Test(suspend, timeout_is_eagain)
 	int p[2];
 
 	cr_assert_eq(pipe(p), 0);
-	t_cb(&cb, p[0], buf, sizeof(buf), 0, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, p[0], buf, sizeof(buf), 0);
 	errno = 0;
 	cr_assert_eq(aio_suspend(list, 2, &zero), -1);
 	cr_assert_eq(errno, EAGAIN);
 	errno = 0;
 	cr_assert_eq(aio_suspend(list, 2, &brief), -1);
 	cr_assert_eq(errno, EAGAIN);
-	cr_assert_eq(aio_error(&cb), EINPROGRESS);
-	cr_assert_eq(write(p[1], "z", 1), 1);
-	cr_assert_eq(t_wait(&cb), 0);
-	close(p[0]);
-	close(p[1]);
+	cr_assert_eq(t_feed(&cb, p[1], "z"), 1);
+	t_close_pair(p);
 }
 
 static void on_alarm(int sig)
@@ -96,8 +89,7 @@ static void interrupted(bool restart, bool timed)
 	sigemptyset(&sa.sa_mask);
 	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
 	cr_assert_eq(pipe(p), 0);
-	t_cb(&cb, p[0], buf, sizeof(buf), 0, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, p[0], buf, sizeof(buf), 0);
 	cr_assert_eq(pthread_create(&th, NULL, poke, &arg), 0);
 	errno = 0;
 	int r = aio_suspend(list, 1, timed ? &ts : NULL);
@@ -106,11 +98,8 @@ static void interrupted(bool restart, bool timed)
 	pthread_join(th, NULL);
 	cr_assert_eq(r, -1);
 	cr_assert_eq(e, EINTR);
-	cr_assert_eq(aio_error(&cb), EINPROGRESS);
-	cr_assert_eq(write(p[1], "z", 1), 1);
-	cr_assert_eq(t_wait(&cb), 0);
-	close(p[0]);
-	close(p[1]);
+	cr_assert_eq(t_feed(&cb, p[1], "z"), 1);
+	t_close_pair(p);
 }
 
 Test(suspend, signal_is_eintr)
@@ -141,8 +130,7 @@ Test(suspend, many_waiters)
 
 	for (int i = 0; i < T; i++) {
 		cr_assert_eq(pipe(p[i]), 0);
-		t_cb(&cbs[i], p[i][0], bufs[i], 8, 0, LIO_READ);
-		cr_assert_eq(aio_read(&cbs[i]), 0);
+		t_read_start(&cbs[i], p[i][0], bufs[i], 8, 0);
 		cr_assert_eq(pthread_create(&th[i], NULL, waiter, &cbs[i]), 0);
 	}
 	for (int i = 0; i < T; i++)
@@ -170,8 +158,7 @@ Test(suspend, bad_timeout_is_einval)
 	if (!t_dropin())
 		return;
 	cr_assert_eq(pipe(p), 0);
-	t_cb(&cb, p[0], buf, sizeof(buf), 0, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, p[0], buf, sizeof(buf), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		errno = 0;
 		cr_assert_eq(aio_suspend(list, 1, &bad[i]), -1);
@@ -179,8 +166,7 @@ Test(suspend, bad_timeout_is_einval)
 	}
 	cr_assert_eq(write(p[1], "y", 1), 1);
 	cr_assert_eq(t_wait(&cb), 0);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 }
 
 /* A copy of an aiocb in progress says EINPROGRESS but is no request: it
@@ -193,8 +179,7 @@ Test(suspend, copy_of_a_request_in_progress_returns_at_once)
 	int p[2];
 
 	cr_assert_eq(pipe(p), 0);
-	t_cb(&cb, p[0], buf, sizeof(buf), 0, LIO_READ);
-	cr_assert_eq(aio_read(&cb), 0);
+	t_read_start(&cb, p[0], buf, sizeof(buf), 0);
 	/* A copy made while it is in progress: its fields, and its status
 	 * read as aio_error reads it (a plain memcpy races with the
 	 * completion's store, as ThreadSanitizer says). */
@@ -202,9 +187,6 @@ Test(suspend, copy_of_a_request_in_progress_returns_at_once)
 	copy.__error_code = aio_error(&cb);
 	cr_assert_eq(aio_error(&copy), EINPROGRESS);
 	cr_assert_eq(aio_suspend(list, 1, &ts), 0);
-	cr_assert_eq(aio_error(&cb), EINPROGRESS);
-	cr_assert_eq(write(p[1], "y", 1), 1);
-	cr_assert_eq(t_wait(&cb), 0);
-	close(p[0]);
-	close(p[1]);
+	cr_assert_eq(t_feed(&cb, p[1], "y"), 1);
+	t_close_pair(p);
 }

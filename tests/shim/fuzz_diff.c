@@ -548,12 +548,14 @@ static void run(struct child *c, const struct scenario *s, struct result *r)
 	}
 }
 
-static int readn(int fd, void *p, size_t n)
+/* All n bytes of p through fd, read (out false) or written, across short
+ * transfers and EINTR: 0, or -1 on an error or end of file. */
+static int transfer(int fd, void *p, size_t n, bool out)
 {
 	uint8_t *b = p;
 
 	while (n) {
-		ssize_t k = read(fd, b, n);
+		ssize_t k = out ? write(fd, b, n) : read(fd, b, n);
 
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -565,21 +567,14 @@ static int readn(int fd, void *p, size_t n)
 	return 0;
 }
 
+static int readn(int fd, void *p, size_t n)
+{
+	return transfer(fd, p, n, false);
+}
+
 static int writen(int fd, const void *p, size_t n)
 {
-	const uint8_t *b = p;
-
-	while (n) {
-		ssize_t k = write(fd, b, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		b += k;
-		n -= (size_t)k;
-	}
-	return 0;
+	return transfer(fd, (void *)p, n, true);
 }
 
 static void child_main(const char *shim, const char *dir, int in, int out)

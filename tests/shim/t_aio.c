@@ -69,6 +69,12 @@ void t_teardown(void)
 	t_files_teardown();
 }
 
+void t_close_pair(const int p[2])
+{
+	close(p[0]);
+	close(p[1]);
+}
+
 #ifndef SYS_cachestat
 #define SYS_cachestat 451
 #endif

@@ -61,6 +61,12 @@ struct t_aio_ring {
 		     t_want_, t_want_ < 0 ? strerror((int)-t_want_) : "");	\
 } while (0)
 
+/* The end of a test on ctx and fd: io_destroy(ctx) must succeed; fd is closed. */
+#define T_DONE(ctx, fd) do {						\
+	T_EXPECT(io_destroy(ctx), 0);					\
+	close(fd);							\
+} while (0)
+
 /*
  * The fixture of a file whose tests share one context and one file: static
  * ctx (32 events) and fd (size bytes of seed's pattern), made by setup()
@@ -77,8 +83,7 @@ struct t_aio_ring {
 	}								\
 	static void teardown(void)					\
 	{								\
-		T_EXPECT(io_destroy(ctx), 0);				\
-		close(fd);						\
+		T_DONE(ctx, fd);					\
 		t_teardown();						\
 	}
 
@@ -91,6 +96,8 @@ const char *t_mode(void);
 
 void t_setup(void);
 void t_teardown(void);
+/* Close both ends of a pipe or socket pair. */
+void t_close_pair(const int p[2]);
 /* Pages of [off, off+len) in the page cache (cachestat, or mincore). */
 uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len);
 

@@ -221,8 +221,7 @@ Test(abi, compat_0_1_forms)
 	/* A finished iocb cannot be cancelled. */
 	T_EXPECT(cancel01(ctx, &cb[0]), -EINVAL);
 	T_EXPECT(wait01(ctx, &ts), 0);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 static int run_count;

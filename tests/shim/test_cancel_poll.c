@@ -59,8 +59,7 @@ Test(cancel_poll, poll_regular_file_is_ready)
 
 	io_prep_poll(&cb, fd, POLLIN | POLLOUT | POLLPRI);
 	cr_assert_eq(t_do(ctx, &cb), POLLIN | POLLOUT);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 Test(cancel_poll, poll_socket)
@@ -77,8 +76,7 @@ Test(cancel_poll, poll_socket)
 	t_reap(ctx, 1, &ev);
 	cr_assert(ev.res & POLLIN, "res %#lx", (long)ev.res);
 	T_EXPECT(io_destroy(ctx), 0);
-	close(sv[0]);
-	close(sv[1]);
+	t_close_pair(sv);
 }
 
 /* A waiting poll is cancelled: -EINPROGRESS, then its event, with the
@@ -103,8 +101,7 @@ Test(cancel_poll, cancel_pending_poll)
 	T_EXPECT(io_cancel(ctx, &cb, &unused), -EINVAL);
 	T_EXPECT(io_getevents(ctx, 0, 1, &ev, &zero), 0);
 	T_EXPECT(io_destroy(ctx), 0);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 }
 
 /* io_destroy cancels a poll that would never complete, and returns. */
@@ -118,8 +115,7 @@ Test(cancel_poll, destroy_with_pending_poll)
 	io_prep_poll(&cb, p[0], POLLIN);
 	T_EXPECT(t_submit1(ctx, &cb), 1);
 	T_EXPECT(io_destroy(ctx), 0);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 }
 
 Test(cancel_poll, cancel_rules)
@@ -139,8 +135,7 @@ Test(cancel_poll, cancel_rules)
 	T_EXPECT(io_cancel(ctx, &never, &ev), -EINVAL);
 	never.key = 5;
 	T_EXPECT(io_cancel(ctx, &never, &ev), -EINVAL);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 /*
@@ -184,7 +179,6 @@ Test(cancel_poll, cancel_queued_read)
 		}
 	}
 	cr_assert_eq(cancelled, 1);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 	free(buf);
 }

@@ -40,8 +40,7 @@ Test(events, data_obj_res)
 		cr_assert_eq(ev[i].res2, 0);
 		t_check(buf[k], 4096, (uint64_t)k * 65536, 7);
 	}
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 Test(events, short_read_at_eof)
@@ -63,8 +62,7 @@ Test(events, short_read_at_eof)
 	io_prep_pread(&cb, fd, buf, sizeof(buf), 9900);
 	cr_assert_eq(t_do(ctx, &cb), 100);
 	t_check(buf, 100, 9900, 8);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 /* A buffer the kernel cannot write is found by the I/O: -EFAULT in the event.
@@ -84,8 +82,7 @@ Test(events, bad_buffer_in_event)
 	cr_assert_eq(t_do(ctx, &cb), -EFAULT);
 	io_prep_pwrite(&cb, fd, gone, 4096, 0);
 	cr_assert_eq(t_do(ctx, &cb), -EFAULT);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 /* An I/O error the filesystem reports: a write past ext4's largest file. */
@@ -98,8 +95,7 @@ Test(events, io_error_in_event)
 
 	io_prep_pwrite(&cb, fd, buf, sizeof(buf), (1LL << 44) + 4096);
 	cr_assert_eq(t_do(ctx, &cb), -EFBIG);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 /* RWF_NOWAIT on a cold range: -EAGAIN in the event rather than a wait. */
@@ -130,8 +126,7 @@ Test(events, nowait_cold_is_eagain)
 	io_prep_preadv2(&cb, fd, &iov, 1, 0, T_RWF_NOWAIT);
 	cr_assert_eq(t_do(ctx, &cb), 4096);
 	t_check(buf, sizeof(buf), 0, 11);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 /* The kernel completes a cached buffered request inside io_submit: a
@@ -164,8 +159,7 @@ Test(events, cached_read_done_when_submit_returns)
 		cr_assert_eq(ev[0].res, 4096);
 		t_check(buf[0], 4096, (uint64_t)i * 8192, 12);
 	}
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 /* Reads and writes, plain and vectored, cold and hot, land where they should. */
@@ -199,6 +193,5 @@ Test(events, rw_vectored_data)
 	cr_assert_eq(t_do(ctx, &cb), 0);
 	io_prep_fdsync(&cb, fd);
 	cr_assert_eq(t_do(ctx, &cb), 0);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }

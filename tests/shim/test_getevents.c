@@ -46,8 +46,7 @@ Test(getevents, min_nr_and_nr)
 	T_EXPECT(io_getevents(ctx, 2, 2, ev, &wait), 2);
 	T_EXPECT(io_getevents(ctx, 4, 6, ev + 2, &wait), 4);
 	T_EXPECT(io_getevents(ctx, 0, 6, ev, &zero), 0);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 static atomic_int handled;

@@ -45,6 +45,19 @@ static long done_at_submit(struct iocb *cb)
 	return (long)ev.res;
 }
 
+/* Assert that the file holds w[0..len) at off, read back with pread. */
+static void file_holds(int fd, off_t off, const void *w, size_t len)
+{
+	char *back = malloc(len);
+
+	cr_assert_not_null(back);
+	cr_assert_eq(pread(fd, back, len, off), (ssize_t)len, "pread of %zu at %lld", len,
+		     (long long)off);
+	cr_assert_eq(memcmp(back, w, len), 0, "the %zu bytes at %lld are not those written", len,
+		     (long long)off);
+	free(back);
+}
+
 Test(inline_writes, sub_page_into_cold_page)
 {
 	int fd = t_file(1 << 20, 4);
@@ -55,8 +68,7 @@ Test(inline_writes, sub_page_into_cold_page)
 	memset(w, 'c', sizeof(w));
 	io_prep_pwrite(&cb, fd, w, sizeof(w), 300000 + 17);
 	cr_assert_eq(done_at_submit(&cb), 100);
-	cr_assert_eq(pread(fd, back, sizeof(back), 300000 + 17), 100);
-	cr_assert_eq(memcmp(back, w, sizeof(w)), 0);
+	file_holds(fd, 300000 + 17, w, sizeof(w));
 	/* Its neighbours were read in, not lost. */
 	cr_assert_eq(pread(fd, back, 17, 300000), 17);
 	t_check(back, 17, 300000, 4);
@@ -67,7 +79,7 @@ Test(inline_writes, append)
 {
 	char path[4096];
 	int fd = t_file_path(5000, 6, path, sizeof(path)), afd;
-	char w[300], back[300];
+	char w[300];
 	struct iocb cb;
 	struct stat st;
 
@@ -78,8 +90,7 @@ Test(inline_writes, append)
 	cr_assert_eq(done_at_submit(&cb), 300);
 	cr_assert_eq(fstat(fd, &st), 0);
 	cr_assert_eq(st.st_size, 5300);
-	cr_assert_eq(pread(fd, back, sizeof(back), 5000), 300);
-	cr_assert_eq(memcmp(back, w, sizeof(w)), 0);
+	file_holds(fd, 5000, w, sizeof(w));
 	close(afd);
 	close(fd);
 }
@@ -131,7 +142,7 @@ Test(inline_writes, dsync)
 {
 	char path[4096];
 	int fd = t_file_path(8192, 10, path, sizeof(path)), sfd;
-	char w[4096], back[4096];
+	char w[4096];
 	struct iovec iov = { w, sizeof(w) };
 	struct iocb cb;
 
@@ -143,8 +154,7 @@ Test(inline_writes, dsync)
 	/* RWF_DSYNC on a plain fd too. */
 	io_prep_pwritev2(&cb, fd, &iov, 1, 0, 0x02);
 	cr_assert_eq(done_at_submit(&cb), 4096);
-	cr_assert_eq(pread(fd, back, sizeof(back), 0), 4096);
-	cr_assert_eq(memcmp(back, w, sizeof(w)), 0);
+	file_holds(fd, 0, w, sizeof(w));
 	close(sfd);
 	close(fd);
 }

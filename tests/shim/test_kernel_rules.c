@@ -68,8 +68,7 @@ Test(rules, socket_offset_is_espipe)
 	io_prep_pread(&cb, sv[0], got, sizeof(got), 0);
 	cr_assert_eq(t_do(ctx, &cb), 6);
 	cr_assert_eq(memcmp(got, "abcdef", 6), 0);
-	close(sv[0]);
-	close(sv[1]);
+	t_close_pair(sv);
 }
 
 /* pipe_read on an O_NONBLOCK pipe with nothing in it: EAGAIN at once. */
@@ -92,8 +91,7 @@ Test(rules, nonblocking_empty_pipe_is_eagain)
 	cr_assert_eq(write(p[1], buf, 4096), 4096);
 	io_prep_pwrite(&cb, p[1], buf, 16, 0);
 	cr_assert_eq(at_once(&cb), -EAGAIN);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 }
 
 /* access_ok() with the limit of this machine's paging: a range ending at

@@ -105,8 +105,7 @@ Test(lifecycle, fork_child_has_no_contexts)
 	cr_assert_eq(WEXITSTATUS(status), 0, "child failures (bits): %#x", WEXITSTATUS(status));
 	/* The parent's context is untouched. */
 	cr_assert_eq(t_do(ctx, &cb), 4096);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 /* Several threads submit and reap on one context; every request yields
@@ -485,8 +484,7 @@ Test(lifecycle, calls_are_not_cancellation_points)
 	cr_assert_eq(signalled, 1);
 	T_EXPECT(io_destroy(ctx), 0);
 	close(efd);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 	close(fd);
 }
 

@@ -88,8 +88,7 @@ Test(passthrough, pipe_read_write)
 	fails(r, err, EAGAIN);
 	r = SC(&err, SYS_write, p[1], (void *)-1L, 5L);
 	fails(r, err, EFAULT);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 	r = SC(&err, SYS_read, p[0], buf, sizeof(buf));
 	fails(r, err, EBADF);
 }

@@ -62,8 +62,7 @@ Test(resfd, one_per_event)
 	T_EXPECT(io_submit(ctx, 40, list), 40);
 	t_reap(ctx, 40, ev);
 	cr_assert_eq(efd_count(efd, 30), 30);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 	close(efd);
 }
 
@@ -86,8 +85,7 @@ Test(resfd, signalled_after_publish)
 	T_EXPECT(io_getevents(ctx, 1, 1, &ev, &zero), 1);
 	cr_assert_eq(ev.res, (long)sizeof(buf));
 	cr_assert_eq(efd_read(efd), 1);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 	close(efd);
 }
 
@@ -110,8 +108,7 @@ Test(resfd, caller_may_close_it)
 	t_reap(ctx, 1, &ev);
 	cr_assert_eq(ev.res, 4096);
 	cr_assert_eq(efd_read(other), 0);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 	close(other);
 }
 
@@ -149,8 +146,7 @@ Test(resfd, a_reused_number_names_the_new_eventfd)
 		cr_assert_eq(efd_count(efd, 1), 1);
 		cr_assert_eq(efd_read(first), 0);
 	}
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 	close(efd);
 	close(first);
 }

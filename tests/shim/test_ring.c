@@ -61,8 +61,7 @@ Test(ring, events_readable_from_the_ring)
 	/* What the program reaped is gone for io_getevents. */
 	T_EXPECT(io_getevents(ctx, 0, 4, ev, &zero), 0);
 	cr_assert_eq(r->head, r->tail);
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }
 
 /* Reaping through the ring alone gives the slots back: a full context
@@ -138,6 +137,5 @@ Test(ring, cold_completions_arrive_in_the_ring)
 		cr_assert_eq(ev[i].res, 4096);
 		t_check(buf[k], 4096, (uint64_t)k * 256 * 1024, 52);
 	}
-	T_EXPECT(io_destroy(ctx), 0);
-	close(fd);
+	T_DONE(ctx, fd);
 }

@@ -188,8 +188,7 @@ Test(submit, fsync_and_poll_fields, .init = setup, .fini = teardown)
 	io_prep_poll(&cb, p[0], POLLIN);
 	cb.u.c.buf = (void *)(uintptr_t)0x10001;        /* events past 16 bits */
 	refused(&cb, -EINVAL);
-	close(p[0]);
-	close(p[1]);
+	t_close_pair(p);
 }
 
 /* The resfd is looked up before anything else about the request. */

@@ -35,7 +35,10 @@ struct aio_sigset {
 	size_t sigsetsize;
 };
 
-/* io_pgetevents with the __aio_sigset as given: -errno, errno untouched. */
+/* io_pgetevents with the __aio_sigset as given: -errno, errno untouched.
+ * The same wrapper as the drop-in's shim__kernel (dropin/libaio/kernel.c),
+ * written again on purpose: the test reaches the kernel itself, never
+ * through a copy that belongs to the library under test. */
 static long pget_raw(io_context_t ctx, long min_nr, long nr, struct io_event *ev,
 		     struct timespec *ts, const struct aio_sigset *usig)
 {

@@ -60,16 +60,10 @@ static void *cancel_submitter(void *arg)
 	return NULL;
 }
 
-struct ccanceller {
-	struct cround *c;
-	unsigned id;
-	pthread_t thread;
-};
-
 static void *cancel_canceller(void *arg)
 {
-	struct ccanceller *cc = arg;
-	struct cround *c = cc->c;
+	struct numbered *cc = arg;
+	struct cround *c = cc->shared;
 	struct rng rng;
 
 	rng_init(&rng, c->salt + 10 + cc->id);
@@ -147,7 +141,7 @@ static void cancel_round(int fd, unsigned seed, uint32_t backend, const char *bn
 {
 	struct fsaio_params p = { .queue_depth = 512, .workers = 1, .miss_backend = backend };
 	struct cround c;
-	struct ccanceller cc[2];
+	struct numbered cc[2];
 	pthread_t sub, reaper;
 	struct rng rng;
 	unsigned ncancel = 0;
@@ -177,8 +171,7 @@ static void cancel_round(int fd, unsigned seed, uint32_t backend, const char *bn
 	c.ctx = ctx_create(&p);
 	spawn(&reaper, cancel_reaper, &c);
 	for (unsigned i = 0; i < 2; i++) {
-		cc[i].c = &c;
-		cc[i].id = i;
+		cc[i] = (struct numbered){ .shared = &c, .id = i };
 		spawn(&cc[i].thread, cancel_canceller, &cc[i]);
 	}
 	spawn(&sub, cancel_submitter, &c);

@@ -51,6 +51,14 @@ bool has_failed(void)
 	return atomic_load_explicit(&failed, memory_order_relaxed);
 }
 
+bool events_lost(int64_t last, unsigned long missing, const char *what)
+{
+	if (now_ns() - last <= (int64_t)LOST_EVENT_S * 1000000000)
+		return false;
+	FAIL("%s: %lu request(s) without an event for %d s", what, missing, LOST_EVENT_S);
+	return true;
+}
+
 /* ------------------------------------------------------------------ */
 /* Time, randomness, the pattern.                                      */
 

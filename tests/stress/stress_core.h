@@ -98,6 +98,10 @@ void fail_at(int line, const char *fmt, ...);
 #define FAIL(...) fail_at(__LINE__, __VA_ARGS__)
 #define CHECK(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
 bool has_failed(void);
+/* A reaper's watchdog: whether LOST_EVENT_S have passed since its last
+ * event (now_ns() at last); then it FAILs, what naming the reaper and
+ * missing the requests still without an event. */
+bool events_lost(int64_t last, unsigned long missing, const char *what);
 
 /* Set once by main before any scenario runs; read-only after. */
 extern double scale;            /* FSAIO_STRESS_SCALE */
@@ -129,6 +133,13 @@ bool bytes_are(const void *buf, size_t len, uint8_t c);
 
 /* Threads and memory: exit(2) when the machine refuses. */
 void spawn(pthread_t *t, void *(*fn)(void *), void *arg);
+/* One of a scenario's numbered threads: what it shares with the others
+ * (the scenario's state), its number, and its pthread. */
+struct numbered {
+	void *shared;
+	unsigned id;
+	pthread_t thread;
+};
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xalign(size_t n);

@@ -475,11 +475,9 @@ static void *mixed_reaper(void *arg)
 			last = now_ns();
 		if (atomic_load(&m->submit_done) && atomic_load(&m->reaped) == atomic_load(&m->accepted))
 			break;
-		if (now_ns() - last > (int64_t)LOST_EVENT_S * 1000000000) {
-			FAIL("reaper: %lu request(s) without an event after %d s",
-			     atomic_load(&m->accepted) - atomic_load(&m->reaped), LOST_EVENT_S);
+		if (events_lost(last, atomic_load(&m->accepted) - atomic_load(&m->reaped),
+				"reaper"))
 			break;
-		}
 	}
 	return NULL;
 }

@@ -95,27 +95,19 @@ static void *pipes_reaper(void *arg)
 		if (atomic_load(&pp->submit_done) && atomic_load(&pp->writers_done) &&
 		    atomic_load(&pp->reaped) == atomic_load(&pp->expected))
 			break;
-		if (now_ns() - last > (int64_t)LOST_EVENT_S * 1000000000) {
-			FAIL("%lu request(s) on pipes without an event for %d s",
-			     atomic_load(&pp->expected) - atomic_load(&pp->reaped), LOST_EVENT_S);
+		if (events_lost(last, atomic_load(&pp->expected) - atomic_load(&pp->reaped),
+				"pipes reaper"))
 			break;
-		}
 	}
 	return NULL;
 }
-
-struct pthr {
-	struct pipes *pp;
-	unsigned id;
-	pthread_t thread;
-};
 
 /* Submits the POLL op and the reads of the channels ch % 2 == id, in small
  * batches, round-robin over its channels. */
 static void *pipes_submitter(void *arg)
 {
-	struct pthr *th = arg;
-	struct pipes *pp = th->pp;
+	struct numbered *th = arg;
+	struct pipes *pp = th->shared;
 	unsigned next[P_CH] = { 0 };
 	struct rng rng;
 	bool left = true;
@@ -164,8 +156,8 @@ static void *pipes_submitter(void *arg)
  * the write end (EOF for the reader). */
 static void *pipes_writer(void *arg)
 {
-	struct pthr *th = arg;
-	struct pipes *pp = th->pp;
+	struct numbered *th = arg;
+	struct pipes *pp = th->shared;
 	uint8_t *tmp = xmalloc(P_MAXWRITE);
 	struct rng rng;
 	unsigned open_left = 0;
@@ -323,7 +315,7 @@ static void pipes_round(uint64_t salt, unsigned *ncancel, unsigned *nreads, unsi
 {
 	struct pipes *pp = xcalloc(1, sizeof(*pp));
 	struct fsaio_params prm = { .queue_depth = 1024 };
-	struct pthr subs[2], writers[2];
+	struct numbered subs[2], writers[2];
 	pthread_t reaper, canceller;
 	uint64_t pos[P_CH];
 	struct rng rng;
@@ -377,8 +369,8 @@ static void pipes_round(uint64_t salt, unsigned *ncancel, unsigned *nreads, unsi
 	pp->ctx = ctx_create(&prm);
 	spawn(&reaper, pipes_reaper, pp);
 	for (unsigned i = 0; i < 2; i++) {
-		subs[i] = (struct pthr){ .pp = pp, .id = i };
-		writers[i] = (struct pthr){ .pp = pp, .id = i };
+		subs[i] = (struct numbered){ .shared = pp, .id = i };
+		writers[i] = (struct numbered){ .shared = pp, .id = i };
 		spawn(&subs[i].thread, pipes_submitter, &subs[i]);
 	}
 	spawn(&canceller, pipes_canceller, pp);
