@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The io_uring executor alone (lib/uring.c, uring_reap.c, uring_setup.c
+ * The io_uring executor alone (lib/exec/uring.c, uring_reap.c, uring_setup.c
  * and rw.c compiled into this test, no context): reads of a cold file on
  * disk are carried by the ring, harvested by its thread or by a caller
  * driving it, each reported exactly once through done with the file's

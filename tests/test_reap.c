@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Who harvests the io_uring ring's completions (lib/uring_reap.c): a
+ * Who harvests the io_uring ring's completions (lib/exec/uring_reap.c): a
  * getevents caller that waits carries the ring itself; the ring's thread
  * carries it for an eventfd reader and a callback context, which never wait
  * in getevents; a completion from another executor reaches a caller that

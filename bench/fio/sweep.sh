@@ -13,11 +13,13 @@
 # each run stays cold to its end. CPU is the whole fio process's task-clock
 # (perf stat), per I/O.
 #
-#   sweep.sh [-f FILE] [-b BUILD] [-n ROUNDS] [-s SIZES]
+#   sweep.sh [-f FILE] [-b BUILD] [-n ROUNDS] [-s SIZES] [-o RUNS]
 # FILE (default ./fsaio-sweep-4g.dat) is laid out at 4 GiB if absent, on
 # disk, not tmpfs; BUILD is the build tree (default ../../build beside this
 # script); ROUNDS (default 2) pairs per size; SIZES a comma-separated list
 # (default 4k,16k,64k,256k,1m). Each run reads min(1 GiB x size/4k, 4 GiB).
+# RUNS, if given, gets every run's line (size, A for the drop-in or B for
+# io_uring, I/Os, ms, CPU ms): a sum that one slow run dominates shows there.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,7 +28,8 @@ file=./fsaio-sweep-4g.dat
 build=$here/../../build
 rounds=2
 sizes=4k,16k,64k,256k,1m
-bench_opts "f:file b:build n:rounds s:sizes" "$@"
+runs=/dev/null
+bench_opts "f:file b:build n:rounds s:sizes o:runs" "$@"
 run=$build/dropin/fsaio-run
 bench_have "build the tree, or use -b" "$run"
 bench_need fio perf numfmt
@@ -75,6 +78,7 @@ for bs in ${sizes//,/ }; do
 			fi
 		done
 	done
+	sed "s/^/$bs /" "/tmp/sweep.$$" >>"$runs"
 	awk -v bs="$bs" '
 		{ ios[$1] += $2; ms[$1] += $3; cpu[$1] += $4 }
 		END {
