@@ -137,8 +137,9 @@ int bench_fds_open(struct bench_fds *f, const struct bench_job *job);
 void bench_fds_close(struct bench_fds *f);
 /* A method's probe for O_DIRECT on the job's file system: 0, or -1 and why. */
 int bench_probe_direct(const struct bench_job *job, char *why, size_t whylen);
-/* The end of a method's setup: on success the state goes to *out, on
- * failure (e < 0) teardown frees what setup got so far. Returns e. */
+/* The end of a method's setup: on success the state goes to *out; on
+ * failure (e < 0) teardown, which takes a state at any step of its setup,
+ * frees it. Returns e. */
 static inline int bench_setup_end(int e, void *state, void (*teardown)(void *), void **out)
 {
 	if (e)
