@@ -20,6 +20,7 @@
 #define BENCH_MAX_DEPTH 256
 #define BENCH_SECTOR 512u
 #define BENCH_MAX_METHODS 16
+#define BENCH_MAX_FILES 64      /* --files at most */
 
 enum bench_op { BOP_READ = 0, BOP_WRITE = 1 };
 enum bench_region { REG_HOT = 0, REG_COLD = 1 };
@@ -48,6 +49,8 @@ struct bench_job {
 	unsigned depth;         /* slots in flight at most, already capped for the method */
 	uint32_t bs;
 	unsigned workers;       /* fsaio pool size; 0 = the engine's default */
+	bool direct;            /* the method's: open the files with O_DIRECT */
+	const void *arg;        /* the method's: its variant's parameters for the path */
 	int fadvise;            /* POSIX_FADV_* applied to every buffered fd, or -1 */
 	const char *shim_path;  /* libfsaio-libaio.so, or NULL if none was found */
 };
@@ -61,19 +64,15 @@ struct bench_engine_stats {
 };
 
 /*
- * A method. submit and reap are called from the driver's thread only.
- * submit starts slots[0..n) and returns how many it accepted (always a
- * prefix) or -errno; reap waits until at least min slots are complete
- * (min 0: never waits) and returns up to max of them in done[] with res
- * set, or -errno.
+ * A method's I/O path, shared by the method and its variants. submit and
+ * reap are called from the driver's thread only. submit starts slots[0..n)
+ * and returns how many it accepted (always a prefix) or -errno; reap waits
+ * until at least min slots are complete (min 0: never waits) and returns up
+ * to max of them in done[] with res set, or -errno.
  */
-struct bench_method {
-	const char *name;
-	const char *what;       /* one line for --list */
-	bool direct;            /* opens the files with O_DIRECT */
-	bool sync;              /* the I/O happens inside submit: run at depth 1 */
-	bool extra;             /* a variant: not in "all", run only when named */
-	/* 0 if the method can run on this machine, else -1 and why in why[]. */
+struct bench_path {
+	/* 0 if the path can run on this machine, else -1 and why in why[];
+	 * NULL when it always can. */
 	int (*probe)(const struct bench_job *job, char *why, size_t whylen);
 	int (*setup)(const struct bench_job *job, void **state);
 	int (*submit)(void *state, struct bench_slot **slots, unsigned n);
@@ -81,6 +80,21 @@ struct bench_method {
 	void (*engine_stats)(void *state, struct bench_engine_stats *st); /* may be NULL */
 	void (*teardown)(void *state);
 };
+
+/* A method: a path, and how the driver runs it. */
+struct bench_method {
+	const char *name;
+	const char *what;       /* one line for --list */
+	bool direct;            /* opens the files with O_DIRECT: probed for too */
+	bool sync;              /* the I/O happens inside submit: run at depth 1 */
+	bool extra;             /* a variant: not in "all", run only when named */
+	const struct bench_path *path;
+	const void *arg;        /* the variant's parameters for the path, or NULL */
+};
+
+/* methods.c: 0 if method m can run on this machine, else -1 and why. */
+int bench_method_probe(const struct bench_method *m, const struct bench_job *job,
+		       char *why, size_t whylen);
 
 /* The POSIX AIO driver (m_posix_aio.c) on a set of aio functions: glibc's
  * for "posix-aio", the drop-in's for "fsaio-posix". */
@@ -101,24 +115,39 @@ void bench_pa_teardown(void *state);
 /* m_pread.c: one slot's I/O with pread/pwrite on fd, its result in res. */
 void bench_slot_pio(int fd, struct bench_slot *sl);
 
-extern const struct bench_method bench_m_fsaio, bench_m_fsaio_shim;
-extern const struct bench_method bench_m_fsaio_direct, bench_m_fsaio_nora, bench_m_fsaio_pool;
-extern const struct bench_method bench_m_kaio_buffered, bench_m_kaio_direct;
-extern const struct bench_method bench_m_uring_buffered, bench_m_uring_direct;
-extern const struct bench_method bench_m_posix_aio, bench_m_pread, bench_m_threads;
-extern const struct bench_method bench_m_fsaio_posix;
+/* The paths, one per m_*.c file. */
+extern const struct bench_path bench_path_fsaio, bench_path_fsaio_shim, bench_path_fsaio_posix;
+extern const struct bench_path bench_path_kaio, bench_path_uring, bench_path_posix_aio;
+extern const struct bench_path bench_path_pread, bench_path_threads;
 
-/* All methods in table order. */
-extern const struct bench_method *const bench_methods[];
+/* methods.c: all methods in table order. */
+extern const struct bench_method bench_methods[];
 extern const unsigned bench_nmethods;
 const struct bench_method *bench_method_find(const char *name);
 
-/* files.c: open the job's files for a method (O_RDWR, plus O_DIRECT when
- * direct), applying job->fadvise to buffered ones. 0 or -errno. */
-int bench_open_files(const struct bench_job *job, bool direct, int *fds);
+/* files.c: the job's files as a method holds them, fd[] by a slot's file
+ * index; n of them open (0 before bench_fds_open and after bench_fds_close). */
+struct bench_fds {
+	unsigned n;
+	int fd[BENCH_MAX_FILES];
+};
+/* Open the job's files (O_RDWR, plus O_DIRECT when job->direct), applying
+ * job->fadvise to buffered ones: 0, or -errno with none left open. */
+int bench_fds_open(struct bench_fds *f, const struct bench_job *job);
+void bench_fds_close(struct bench_fds *f);
 /* A method's probe for O_DIRECT on the job's file system: 0, or -1 and why. */
 int bench_probe_direct(const struct bench_job *job, char *why, size_t whylen);
-void bench_close_files(const struct bench_job *job, int *fds);
+/* The end of a method's setup: on success the state goes to *out; on
+ * failure (e < 0) teardown, which takes a state at any step of its setup,
+ * frees it. Returns e. */
+static inline int bench_setup_end(int e, void *state, void (*teardown)(void *), void **out)
+{
+	if (e)
+		teardown(state);
+	else
+		*out = state;
+	return e;
+}
 
 uint64_t bench_now_ns(void);
 

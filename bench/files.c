@@ -536,20 +536,22 @@ int bench_cache_fill(const char *path, uint64_t off, uint64_t len, struct bench_
 	return 0;
 }
 
-int bench_open_files(const struct bench_job *job, bool direct, int *fds)
+int bench_fds_open(struct bench_fds *f, const struct bench_job *job)
 {
-	for (unsigned i = 0; i < job->nfiles; i++) {
-		fds[i] = open(job->paths[i], O_RDWR | O_CLOEXEC | (direct ? O_DIRECT : 0));
-		if (fds[i] < 0) {
+	const int flags = O_RDWR | O_CLOEXEC | (job->direct ? O_DIRECT : 0);
+
+	for (f->n = 0; f->n < job->nfiles; f->n++) {
+		int fd = open(job->paths[f->n], flags);
+		if (fd < 0) {
 			int e = errno;
-			while (i--)
-				close(fds[i]);
+			bench_fds_close(f);
 			return -e;
 		}
 		/* The same advice for every buffered method, so none of them gets
 		 * (or is spared) the device's readahead alone. */
-		if (!direct && job->fadvise >= 0)
-			posix_fadvise(fds[i], 0, 0, job->fadvise);
+		if (!job->direct && job->fadvise >= 0)
+			posix_fadvise(fd, 0, 0, job->fadvise);
+		f->fd[f->n] = fd;
 	}
 	return 0;
 }
@@ -565,9 +567,8 @@ int bench_probe_direct(const struct bench_job *job, char *why, size_t whylen)
 	return 0;
 }
 
-void bench_close_files(const struct bench_job *job, int *fds)
+void bench_fds_close(struct bench_fds *f)
 {
-	for (unsigned i = 0; i < job->nfiles; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	while (f->n)
+		close(f->fd[--f->n]);
 }

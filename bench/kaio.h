@@ -21,7 +21,7 @@ struct kaio_abi {
 	int (*destroy)(unsigned long ctx);
 };
 
-int bench_kaio_setup(const struct kaio_abi *abi, const struct bench_job *job, bool direct, void **state);
+int bench_kaio_setup(const struct kaio_abi *abi, const struct bench_job *job, void **state);
 int bench_kaio_submit(void *state, struct bench_slot **slots, unsigned n);
 int bench_kaio_reap(void *state, unsigned min, unsigned max, struct bench_slot **done);
 void bench_kaio_teardown(void *state);

@@ -22,83 +22,47 @@
 
 struct st {
 	fsaio_ctx_t *ctx;
-	unsigned nfiles;
 	struct fsaio_req *reqs;         /* by slot idx */
 	struct fsaio_req **ptrs;
 	struct fsaio_event *ev;
-	int fds[];
+	struct bench_fds files;
 };
-
-static int f_probe(const struct bench_job *job, char *why, size_t n)
-{
-	(void)job; (void)why; (void)n;
-	return 0;
-}
 
 static void f_teardown(void *state)
 {
 	struct st *s = state;
 	if (s->ctx)
 		fsaio_ctx_destroy(s->ctx);
-	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
+	bench_fds_close(&s->files);
 	free(s->reqs);
 	free(s->ptrs);
 	free(s->ev);
 	free(s);
 }
 
-static int setup(const struct bench_job *job, bool direct, uint32_t flags, uint32_t backend,
-		 void **out)
+/* job->arg: the variant's struct fsaio_params (flags, miss_backend), or NULL. */
+static int f_setup(const struct bench_job *job, void **out)
 {
-	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
-	struct fsaio_params p = { .queue_depth = job->depth, .workers = job->workers, .flags = flags,
-				  .miss_backend = backend };
+	struct st *s = calloc(1, sizeof(*s));
+	struct fsaio_params p = { 0 };
 	if (!s)
 		return -ENOMEM;
-	s->nfiles = job->nfiles;
-	for (unsigned i = 0; i < s->nfiles; i++)
-		s->fds[i] = -1;
+	if (job->arg)
+		p = *(const struct fsaio_params *)job->arg;
+	p.queue_depth = job->depth;
+	p.workers = job->workers;
 	s->reqs = calloc(job->depth, sizeof(*s->reqs));
 	s->ptrs = calloc(job->depth, sizeof(*s->ptrs));
 	s->ev = calloc(job->depth, sizeof(*s->ev));
-	int e = s->reqs && s->ptrs && s->ev ? 0 : -ENOMEM;
-	if (!e && (e = bench_open_files(job, direct, s->fds)) != 0)
-		for (unsigned i = 0; i < s->nfiles; i++)
-			s->fds[i] = -1;
+	int e = s->reqs && s->ptrs && s->ev ? bench_fds_open(&s->files, job) : -ENOMEM;
 	if (!e)
 		e = fsaio_ctx_create(&p, &s->ctx);
-	/* The advice every buffered method's fds get (bench_open_files gave it
+	/* The advice every buffered method's fds get (bench_fds_open gave it
 	 * to the kernel already), told to the engine too so its own readahead
 	 * follows the same rule. */
-	for (unsigned i = 0; !e && !direct && job->fadvise >= 0 && i < s->nfiles; i++)
-		e = fsaio_fadvise(s->ctx, s->fds[i], job->fadvise);
-	if (e) {
-		s->ctx = NULL;
-		f_teardown(s);
-		return e;
-	}
-	*out = s;
-	return 0;
-}
-
-static int f_setup(const struct bench_job *job, void **out)
-{
-	return setup(job, false, 0, FSAIO_BACKEND_AUTO, out);
-}
-
-static int fd_setup(const struct bench_job *job, void **out)
-{
-	return setup(job, true, 0, FSAIO_BACKEND_AUTO, out);
-}
-
-static int fn_setup(const struct bench_job *job, void **out)
-{
-	return setup(job, false, FSAIO_CTX_NO_READAHEAD, FSAIO_BACKEND_AUTO, out);
-}
-
-static int fp_setup(const struct bench_job *job, void **out)
-{
-	return setup(job, false, 0, FSAIO_BACKEND_THREADS, out);
+	for (unsigned i = 0; !e && !job->direct && job->fadvise >= 0 && i < s->files.n; i++)
+		e = fsaio_fadvise(s->ctx, s->files.fd[i], job->fadvise);
+	return bench_setup_end(e, s, f_teardown, out);
 }
 
 static int f_submit(void *state, struct bench_slot **v, unsigned n)
@@ -108,9 +72,9 @@ static int f_submit(void *state, struct bench_slot **v, unsigned n)
 		struct bench_slot *sl = v[i];
 		struct fsaio_req *r = &s->reqs[sl->idx];
 		if (sl->op == BOP_READ)
-			fsaio_prep_pread(r, s->fds[sl->file], sl->buf, sl->len, (int64_t)sl->off);
+			fsaio_prep_pread(r, s->files.fd[sl->file], sl->buf, sl->len, (int64_t)sl->off);
 		else
-			fsaio_prep_pwrite(r, s->fds[sl->file], sl->buf, sl->len, (int64_t)sl->off);
+			fsaio_prep_pwrite(r, s->files.fd[sl->file], sl->buf, sl->len, (int64_t)sl->off);
 		r->user_data = sl;
 		s->ptrs[i] = r;
 	}
@@ -160,49 +124,8 @@ static void f_stats(void *state, struct bench_engine_stats *out)
 	};
 }
 
-const struct bench_method bench_m_fsaio = {
-	.name = "fsaio",
-	.what = "libfsaio native API (fsaio_submit/fsaio_getevents) on the buffered file",
-	.probe = f_probe,
+/* The engine's context; the variants' flags and miss_backend come in job->arg. */
+const struct bench_path bench_path_fsaio = {
 	.setup = f_setup,
-	.submit = f_submit,
-	.reap = f_reap,
-	.engine_stats = f_stats,
-	.teardown = f_teardown,
-};
-
-const struct bench_method bench_m_fsaio_direct = {
-	.name = "fsaio-direct",
-	.what = "libfsaio native API with O_DIRECT (the engine's io_uring path); only when named",
-	.direct = true,
-	.extra = true,
-	.probe = bench_probe_direct,
-	.setup = fd_setup,
-	.submit = f_submit,
-	.reap = f_reap,
-	.engine_stats = f_stats,
-	.teardown = f_teardown,
-};
-
-const struct bench_method bench_m_fsaio_nora = {
-	.name = "fsaio-nora",
-	.what = "libfsaio native API, buffered, FSAIO_CTX_NO_READAHEAD; only when named",
-	.extra = true,
-	.probe = f_probe,
-	.setup = fn_setup,
-	.submit = f_submit,
-	.reap = f_reap,
-	.engine_stats = f_stats,
-	.teardown = f_teardown,
-};
-
-const struct bench_method bench_m_fsaio_pool = {
-	.name = "fsaio-pool",
-	.what = "libfsaio native API, buffered, miss_backend = threads: the worker pool carries misses",
-	.probe = f_probe,
-	.setup = fp_setup,
-	.submit = f_submit,
-	.reap = f_reap,
-	.engine_stats = f_stats,
-	.teardown = f_teardown,
+	.submit = f_submit, .reap = f_reap, .engine_stats = f_stats, .teardown = f_teardown,
 };

@@ -81,13 +81,7 @@ static int fp_setup(const struct bench_job *job, void **out)
 	return bench_pa_setup(job, &api, out);
 }
 
-const struct bench_method bench_m_fsaio_posix = {
-	.name = "fsaio-posix",
-	.what = "libfsaio through its POSIX AIO drop-in (lio_listio, aio_suspend), buffered file",
-	.extra = true,
-	.probe = fp_probe,
-	.setup = fp_setup,
-	.submit = bench_pa_submit,
-	.reap = bench_pa_reap,
-	.teardown = bench_pa_teardown,
+const struct bench_path bench_path_fsaio_posix = {
+	.probe = fp_probe, .setup = fp_setup,
+	.submit = bench_pa_submit, .reap = bench_pa_reap, .teardown = bench_pa_teardown,
 };

@@ -82,15 +82,10 @@ static int sh_setup(const struct bench_job *job, void **st)
 	char why[256];
 	if (load(job->shim_path, why, sizeof(why)))
 		return -ENOENT;
-	return bench_kaio_setup(&shim_abi, job, false, st);
+	return bench_kaio_setup(&shim_abi, job, st);
 }
 
-const struct bench_method bench_m_fsaio_shim = {
-	.name = "fsaio-shim",
-	.what = "libfsaio through its libaio drop-in (io_submit/io_getevents ABI), buffered file",
-	.probe = sh_probe,
-	.setup = sh_setup,
-	.submit = bench_kaio_submit,
-	.reap = bench_kaio_reap,
-	.teardown = bench_kaio_teardown,
+const struct bench_path bench_path_fsaio_shim = {
+	.probe = sh_probe, .setup = sh_setup,
+	.submit = bench_kaio_submit, .reap = bench_kaio_reap, .teardown = bench_kaio_teardown,
 };

@@ -21,63 +21,47 @@
 
 struct st {
 	const struct kaio_abi *abi;
-	unsigned long ctx;
-	unsigned nfiles, depth;
-	struct iocb *iocbs;
+	unsigned long ctx;              /* 0 until abi->setup gives one */
+	struct iocb *iocbs;             /* by slot idx */
 	struct iocb **ptrs;
 	struct io_event *ev;
-	int fds[];
+	struct bench_fds files;
 };
 
-int bench_kaio_setup(const struct kaio_abi *abi, const struct bench_job *job, bool direct, void **out)
+int bench_kaio_setup(const struct kaio_abi *abi, const struct bench_job *job, void **out)
 {
-	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
-	int e;
+	struct st *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->abi = abi;
-	s->nfiles = job->nfiles;
-	s->depth = job->depth;
 	s->iocbs = calloc(job->depth, sizeof(*s->iocbs));
 	s->ptrs = calloc(job->depth, sizeof(*s->ptrs));
 	s->ev = calloc(job->depth, sizeof(*s->ev));
-	if (!s->iocbs || !s->ptrs || !s->ev) {
-		e = -ENOMEM;
-		goto fail;
-	}
-	e = bench_open_files(job, direct, s->fds);
-	if (e)
-		goto fail;
-	e = abi->setup(job->depth, &s->ctx);
-	if (e) {
-		bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
-		goto fail;
-	}
-	*out = s;
-	return 0;
-fail:
-	free(s->iocbs);
-	free(s->ptrs);
-	free(s->ev);
-	free(s);
-	return e;
+	int e = s->iocbs && s->ptrs && s->ev ? bench_fds_open(&s->files, job) : -ENOMEM;
+	if (!e)
+		e = abi->setup(job->depth, &s->ctx);
+	return bench_setup_end(e, s, bench_kaio_teardown, out);
+}
+
+/* Slot sl's iocb, filled in for its request. */
+static struct iocb *prep_iocb(struct st *s, struct bench_slot *sl)
+{
+	struct iocb *cb = &s->iocbs[sl->idx];
+	memset(cb, 0, sizeof(*cb));
+	cb->aio_data = (uint64_t)(uintptr_t)sl;
+	cb->aio_lio_opcode = sl->op == BOP_READ ? IOCB_CMD_PREAD : IOCB_CMD_PWRITE;
+	cb->aio_fildes = (uint32_t)s->files.fd[sl->file];
+	cb->aio_buf = (uint64_t)(uintptr_t)sl->buf;
+	cb->aio_nbytes = sl->len;
+	cb->aio_offset = (int64_t)sl->off;
+	return cb;
 }
 
 int bench_kaio_submit(void *state, struct bench_slot **v, unsigned n)
 {
 	struct st *s = state;
-	for (unsigned i = 0; i < n; i++) {
-		struct bench_slot *sl = v[i];
-		struct iocb *cb = &s->iocbs[sl->idx];
-		memset(cb, 0, sizeof(*cb));
-		cb->aio_data = (uint64_t)(uintptr_t)sl;
-		cb->aio_lio_opcode = sl->op == BOP_READ ? IOCB_CMD_PREAD : IOCB_CMD_PWRITE;
-		cb->aio_fildes = (uint32_t)s->fds[sl->file];
-		cb->aio_buf = (uint64_t)(uintptr_t)sl->buf;
-		cb->aio_nbytes = sl->len;
-		cb->aio_offset = (int64_t)sl->off;
-		s->ptrs[i] = cb;
-	}
+	for (unsigned i = 0; i < n; i++)
+		s->ptrs[i] = prep_iocb(s, v[i]);
 	return s->abi->submit(s->ctx, (long)n, s->ptrs);
 }
 
@@ -100,8 +84,9 @@ int bench_kaio_reap(void *state, unsigned min, unsigned max, struct bench_slot *
 void bench_kaio_teardown(void *state)
 {
 	struct st *s = state;
-	s->abi->destroy(s->ctx);
-	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
+	if (s->ctx)
+		s->abi->destroy(s->ctx);
+	bench_fds_close(&s->files);
 	free(s->iocbs);
 	free(s->ptrs);
 	free(s->ev);
@@ -138,7 +123,7 @@ static int k_destroy(unsigned long ctx)
 
 static const struct kaio_abi kernel_abi = { k_setup, k_submit, k_getevents, k_destroy };
 
-static int kb_probe(const struct bench_job *job, char *why, size_t n)
+static int k_probe(const struct bench_job *job, char *why, size_t n)
 {
 	unsigned long ctx = 0;
 	int e = k_setup(1, &ctx);
@@ -151,38 +136,12 @@ static int kb_probe(const struct bench_job *job, char *why, size_t n)
 	return 0;
 }
 
-static int kd_probe(const struct bench_job *job, char *why, size_t n)
+static int kernel_setup(const struct bench_job *job, void **st)
 {
-	return kb_probe(job, why, n) ? -1 : bench_probe_direct(job, why, n);
+	return bench_kaio_setup(&kernel_abi, job, st);
 }
 
-static int kb_setup(const struct bench_job *job, void **st)
-{
-	return bench_kaio_setup(&kernel_abi, job, false, st);
-}
-
-static int kd_setup(const struct bench_job *job, void **st)
-{
-	return bench_kaio_setup(&kernel_abi, job, true, st);
-}
-
-const struct bench_method bench_m_kaio_buffered = {
-	.name = "kaio-buffered",
-	.what = "kernel AIO (io_submit) on the buffered file: blocks inside io_submit",
-	.probe = kb_probe,
-	.setup = kb_setup,
-	.submit = bench_kaio_submit,
-	.reap = bench_kaio_reap,
-	.teardown = bench_kaio_teardown,
-};
-
-const struct bench_method bench_m_kaio_direct = {
-	.name = "kaio-direct",
-	.what = "kernel AIO (io_submit) with O_DIRECT: the page cache bypassed",
-	.direct = true,
-	.probe = kd_probe,
-	.setup = kd_setup,
-	.submit = bench_kaio_submit,
-	.reap = bench_kaio_reap,
-	.teardown = bench_kaio_teardown,
+const struct bench_path bench_path_kaio = {
+	.probe = k_probe, .setup = kernel_setup,
+	.submit = bench_kaio_submit, .reap = bench_kaio_reap, .teardown = bench_kaio_teardown,
 };

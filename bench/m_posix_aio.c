@@ -16,20 +16,14 @@
 
 struct st {
 	const struct bench_pa_api *api;
-	unsigned nfiles, depth, ninflight;
+	unsigned depth, ninflight;
 	struct aiocb *cbs;              /* by slot idx */
 	struct bench_slot **slot;       /* by slot idx */
 	bool *busy;                     /* by slot idx: handed to glibc, not reaped */
 	struct aiocb **list;            /* a submit batch */
 	const struct aiocb **inflight;  /* compact, for aio_suspend */
-	int fds[];
+	struct bench_fds files;
 };
-
-static int pa_probe(const struct bench_job *job, char *why, size_t n)
-{
-	(void)job; (void)why; (void)n;
-	return 0;
-}
 
 static const struct bench_pa_api glibc_api = {
 	.lio_listio = lio_listio,
@@ -40,27 +34,19 @@ static const struct bench_pa_api glibc_api = {
 
 int bench_pa_setup(const struct bench_job *job, const struct bench_pa_api *api, void **out)
 {
-	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
+	struct st *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->api = api;
-	s->nfiles = job->nfiles;
 	s->depth = job->depth;
 	s->cbs = calloc(job->depth, sizeof(*s->cbs));
 	s->slot = calloc(job->depth, sizeof(*s->slot));
 	s->busy = calloc(job->depth, sizeof(*s->busy));
 	s->list = calloc(job->depth, sizeof(*s->list));
 	s->inflight = calloc(job->depth, sizeof(*s->inflight));
-	int e = s->cbs && s->slot && s->busy && s->list && s->inflight ? 0 : -ENOMEM;
-	if (!e)
-		e = bench_open_files(job, false, s->fds);
-	if (e) {
-		free(s->cbs); free(s->slot); free(s->busy); free(s->list); free(s->inflight);
-		free(s);
-		return e;
-	}
-	*out = s;
-	return 0;
+	int e = s->cbs && s->slot && s->busy && s->list && s->inflight ?
+		bench_fds_open(&s->files, job) : -ENOMEM;
+	return bench_setup_end(e, s, bench_pa_teardown, out);
 }
 
 static int pa_setup(const struct bench_job *job, void **out)
@@ -68,23 +54,27 @@ static int pa_setup(const struct bench_job *job, void **out)
 	return bench_pa_setup(job, &glibc_api, out);
 }
 
+/* Slot sl's control block, filled in for its request and marked busy. */
+static struct aiocb *prep_aiocb(struct st *s, struct bench_slot *sl)
+{
+	struct aiocb *cb = &s->cbs[sl->idx];
+	memset(cb, 0, sizeof(*cb));
+	cb->aio_fildes = s->files.fd[sl->file];
+	cb->aio_buf = sl->buf;
+	cb->aio_nbytes = sl->len;
+	cb->aio_offset = (off_t)sl->off;
+	cb->aio_lio_opcode = sl->op == BOP_READ ? LIO_READ : LIO_WRITE;
+	cb->aio_sigevent.sigev_notify = SIGEV_NONE;
+	s->slot[sl->idx] = sl;
+	s->busy[sl->idx] = true;
+	return cb;
+}
+
 int bench_pa_submit(void *state, struct bench_slot **v, unsigned n)
 {
 	struct st *s = state;
-	for (unsigned i = 0; i < n; i++) {
-		struct bench_slot *sl = v[i];
-		struct aiocb *cb = &s->cbs[sl->idx];
-		memset(cb, 0, sizeof(*cb));
-		cb->aio_fildes = s->fds[sl->file];
-		cb->aio_buf = sl->buf;
-		cb->aio_nbytes = sl->len;
-		cb->aio_offset = (off_t)sl->off;
-		cb->aio_lio_opcode = sl->op == BOP_READ ? LIO_READ : LIO_WRITE;
-		cb->aio_sigevent.sigev_notify = SIGEV_NONE;
-		s->slot[sl->idx] = sl;
-		s->busy[sl->idx] = true;
-		s->list[i] = cb;
-	}
+	for (unsigned i = 0; i < n; i++)
+		s->list[i] = prep_aiocb(s, v[i]);
 	if (s->api->lio_listio(LIO_NOWAIT, s->list, (int)n, NULL) != 0) {
 		/* Which ones glibc took is not reported reliably: fail the run;
 		 * teardown waits for whatever it did take. */
@@ -127,7 +117,7 @@ void bench_pa_teardown(void *state)
 {
 	struct st *s = state;
 	/* Never close an fd or free a control block glibc still works on. */
-	for (unsigned i = 0; i < s->depth; i++) {
+	for (unsigned i = 0; s->busy && i < s->depth; i++) {
 		if (!s->busy[i])
 			continue;
 		const struct aiocb *one[1] = { &s->cbs[i] };
@@ -135,17 +125,12 @@ void bench_pa_teardown(void *state)
 			s->api->suspend(one, 1, NULL);
 		s->api->ret(&s->cbs[i]);
 	}
-	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
+	bench_fds_close(&s->files);
 	free(s->cbs); free(s->slot); free(s->busy); free(s->list); free(s->inflight);
 	free(s);
 }
 
-const struct bench_method bench_m_posix_aio = {
-	.name = "posix-aio",
-	.what = "glibc POSIX AIO (lio_listio, aio_suspend), default settings, buffered file",
-	.probe = pa_probe,
+const struct bench_path bench_path_posix_aio = {
 	.setup = pa_setup,
-	.submit = bench_pa_submit,
-	.reap = bench_pa_reap,
-	.teardown = bench_pa_teardown,
+	.submit = bench_pa_submit, .reap = bench_pa_reap, .teardown = bench_pa_teardown,
 };

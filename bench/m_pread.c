@@ -11,33 +11,24 @@
 #include <unistd.h>
 
 struct st {
-	unsigned nfiles;
+	struct bench_fds files;
 	unsigned ndone;
-	struct bench_slot **done;
-	int fds[];
+	struct bench_slot *done[];      /* complete, not reaped: everything submitted */
 };
 
-static int p_probe(const struct bench_job *job, char *why, size_t n)
+static void p_teardown(void *state)
 {
-	(void)job; (void)why; (void)n;
-	return 0;
+	struct st *s = state;
+	bench_fds_close(&s->files);
+	free(s);
 }
 
 static int p_setup(const struct bench_job *job, void **out)
 {
-	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
+	struct st *s = calloc(1, sizeof(*s) + job->depth * sizeof(s->done[0]));
 	if (!s)
 		return -ENOMEM;
-	s->nfiles = job->nfiles;
-	s->done = calloc(job->depth, sizeof(*s->done));
-	int e = s->done ? bench_open_files(job, false, s->fds) : -ENOMEM;
-	if (e) {
-		free(s->done);
-		free(s);
-		return e;
-	}
-	*out = s;
-	return 0;
+	return bench_setup_end(bench_fds_open(&s->files, job), s, p_teardown, out);
 }
 
 void bench_slot_pio(int fd, struct bench_slot *sl)
@@ -54,7 +45,7 @@ static int p_submit(void *state, struct bench_slot **v, unsigned n)
 {
 	struct st *s = state;
 	for (unsigned i = 0; i < n; i++) {
-		bench_slot_pio(s->fds[v[i]->file], v[i]);
+		bench_slot_pio(s->files.fd[v[i]->file], v[i]);
 		s->done[s->ndone++] = v[i];
 	}
 	return (int)n;
@@ -73,21 +64,7 @@ static int p_reap(void *state, unsigned min, unsigned max, struct bench_slot **d
 	return (int)k;
 }
 
-static void p_teardown(void *state)
-{
-	struct st *s = state;
-	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
-	free(s->done);
-	free(s);
-}
-
-const struct bench_method bench_m_pread = {
-	.name = "pread",
-	.what = "one thread, synchronous pread/pwrite on the buffered file (depth 1)",
-	.sync = true,
-	.probe = p_probe,
+const struct bench_path bench_path_pread = {
 	.setup = p_setup,
-	.submit = p_submit,
-	.reap = p_reap,
-	.teardown = p_teardown,
+	.submit = p_submit, .reap = p_reap, .teardown = p_teardown,
 };

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 struct st {
-	unsigned nfiles, nthreads, cap;
+	unsigned nthreads, cap;
 	pthread_t *tids;
 
 	pthread_mutex_t q_lock;
@@ -32,7 +32,7 @@ struct st {
 	unsigned d_len;
 	bool reaper_waiting;
 
-	int fds[];
+	struct bench_fds files;         /* set before the workers start */
 };
 
 static void *worker(void *arg)
@@ -51,7 +51,7 @@ static void *worker(void *arg)
 		s->q_len--;
 		pthread_mutex_unlock(&s->q_lock);
 
-		bench_slot_pio(s->fds[sl->file], sl);
+		bench_slot_pio(s->files.fd[sl->file], sl);
 
 		pthread_mutex_lock(&s->d_lock);
 		s->d[s->d_len++] = sl;
@@ -65,11 +65,10 @@ static void t_teardown(void *state);
 
 static int t_setup(const struct bench_job *job, void **out)
 {
-	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
+	struct st *s = calloc(1, sizeof(*s));
 	sigset_t all, old;
 	if (!s)
 		return -ENOMEM;
-	s->nfiles = job->nfiles;
 	s->cap = job->depth;
 	s->q = calloc(s->cap, sizeof(*s->q));
 	s->d = calloc(s->cap, sizeof(*s->d));
@@ -78,34 +77,17 @@ static int t_setup(const struct bench_job *job, void **out)
 	pthread_mutex_init(&s->d_lock, NULL);
 	pthread_cond_init(&s->q_cond, NULL);
 	pthread_cond_init(&s->d_cond, NULL);
-	for (unsigned i = 0; i < s->nfiles; i++)
-		s->fds[i] = -1;
-	if (!s->q || !s->d || !s->tids) {
-		t_teardown(s);
-		return -ENOMEM;
-	}
-	int e = bench_open_files(job, false, s->fds);
-	if (e) {
-		for (unsigned i = 0; i < s->nfiles; i++)
-			s->fds[i] = -1;
-		t_teardown(s);
-		return e;
-	}
+	int e = s->q && s->d && s->tids ? bench_fds_open(&s->files, job) : -ENOMEM;
 	/* Signals belong to the driver's thread. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (; s->nthreads < job->depth; s->nthreads++) {
-		e = pthread_create(&s->tids[s->nthreads], NULL, worker, s);
-		if (e)
-			break;
+	while (!e && s->nthreads < job->depth) {
+		e = -pthread_create(&s->tids[s->nthreads], NULL, worker, s);
+		if (!e)
+			s->nthreads++;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e) {
-		t_teardown(s);
-		return -e;
-	}
-	*out = s;
-	return 0;
+	return bench_setup_end(e, s, t_teardown, out);
 }
 
 static int t_submit(void *state, struct bench_slot **v, unsigned n)
@@ -146,7 +128,7 @@ static void t_teardown(void *state)
 	pthread_mutex_unlock(&s->q_lock);
 	for (unsigned i = 0; i < s->nthreads; i++)
 		pthread_join(s->tids[i], NULL);
-	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
+	bench_fds_close(&s->files);
 	pthread_mutex_destroy(&s->q_lock);
 	pthread_mutex_destroy(&s->d_lock);
 	pthread_cond_destroy(&s->q_cond);
@@ -157,18 +139,7 @@ static void t_teardown(void *state)
 	free(s);
 }
 
-static int t_probe(const struct bench_job *job, char *why, size_t n)
-{
-	(void)job; (void)why; (void)n;
-	return 0;
-}
-
-const struct bench_method bench_m_threads = {
-	.name = "threads",
-	.what = "a plain pool of N = depth threads doing blocking pread/pwrite, one FIFO",
-	.probe = t_probe,
+const struct bench_path bench_path_threads = {
 	.setup = t_setup,
-	.submit = t_submit,
-	.reap = t_reap,
-	.teardown = t_teardown,
+	.submit = t_submit, .reap = t_reap, .teardown = t_teardown,
 };

@@ -18,47 +18,31 @@
 
 struct st {
 	struct io_uring ring;
-	unsigned nfiles;
-	struct io_uring_cqe **cqes;
-	int fds[];
+	bool ring_up;                   /* ring initialised: exit it in teardown */
+	struct bench_fds files;
+	struct io_uring_cqe *cqes[];    /* one reap's batch, up to depth */
 };
 
-static int setup(const struct bench_job *job, bool direct, void **out)
+static void u_teardown(void *state)
 {
-	struct st *s = calloc(1, sizeof(*s) + job->nfiles * sizeof(int));
-	int e;
+	struct st *s = state;
+	if (s->ring_up)
+		io_uring_queue_exit(&s->ring);
+	bench_fds_close(&s->files);
+	free(s);
+}
+
+/* Both methods: job->direct tells them apart. */
+static int u_setup(const struct bench_job *job, void **out)
+{
+	struct st *s = calloc(1, sizeof(*s) + job->depth * sizeof(s->cqes[0]));
 	if (!s)
 		return -ENOMEM;
-	s->nfiles = job->nfiles;
-	s->cqes = calloc(job->depth, sizeof(*s->cqes));
-	if (!s->cqes) {
-		free(s);
-		return -ENOMEM;
-	}
-	e = bench_open_files(job, direct, s->fds);
-	if (e)
-		goto fail;
-	e = io_uring_queue_init(job->depth, &s->ring, 0);
-	if (e) {
-		bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
-		goto fail;
-	}
-	*out = s;
-	return 0;
-fail:
-	free(s->cqes);
-	free(s);
-	return e;
-}
-
-static int ub_setup(const struct bench_job *job, void **out)
-{
-	return setup(job, false, out);
-}
-
-static int ud_setup(const struct bench_job *job, void **out)
-{
-	return setup(job, true, out);
+	int e = bench_fds_open(&s->files, job);
+	if (!e)
+		e = io_uring_queue_init(job->depth, &s->ring, 0);
+	s->ring_up = !e;
+	return bench_setup_end(e, s, u_teardown, out);
 }
 
 static int u_submit(void *state, struct bench_slot **v, unsigned n)
@@ -71,9 +55,9 @@ static int u_submit(void *state, struct bench_slot **v, unsigned n)
 		if (!sqe)
 			break;
 		if (sl->op == BOP_READ)
-			io_uring_prep_read(sqe, s->fds[sl->file], sl->buf, sl->len, sl->off);
+			io_uring_prep_read(sqe, s->files.fd[sl->file], sl->buf, sl->len, sl->off);
 		else
-			io_uring_prep_write(sqe, s->fds[sl->file], sl->buf, sl->len, sl->off);
+			io_uring_prep_write(sqe, s->files.fd[sl->file], sl->buf, sl->len, sl->off);
 		io_uring_sqe_set_data(sqe, sl);
 	}
 	if (!k)
@@ -106,16 +90,7 @@ static int u_reap(void *state, unsigned min, unsigned max, struct bench_slot **d
 	return (int)got;
 }
 
-static void u_teardown(void *state)
-{
-	struct st *s = state;
-	io_uring_queue_exit(&s->ring);
-	bench_close_files(&(struct bench_job){ .nfiles = s->nfiles }, s->fds);
-	free(s->cqes);
-	free(s);
-}
-
-static int ub_probe(const struct bench_job *job, char *why, size_t n)
+static int u_probe(const struct bench_job *job, char *why, size_t n)
 {
 	struct io_uring ring;
 	int e = io_uring_queue_init(2, &ring, 0);
@@ -128,28 +103,7 @@ static int ub_probe(const struct bench_job *job, char *why, size_t n)
 	return 0;
 }
 
-static int ud_probe(const struct bench_job *job, char *why, size_t n)
-{
-	return ub_probe(job, why, n) ? -1 : bench_probe_direct(job, why, n);
-}
-
-const struct bench_method bench_m_uring_buffered = {
-	.name = "uring-buffered",
-	.what = "io_uring (liburing) read/write on the buffered file",
-	.probe = ub_probe,
-	.setup = ub_setup,
-	.submit = u_submit,
-	.reap = u_reap,
-	.teardown = u_teardown,
-};
-
-const struct bench_method bench_m_uring_direct = {
-	.name = "uring-direct",
-	.what = "io_uring (liburing) read/write with O_DIRECT",
-	.direct = true,
-	.probe = ud_probe,
-	.setup = ud_setup,
-	.submit = u_submit,
-	.reap = u_reap,
-	.teardown = u_teardown,
+const struct bench_path bench_path_uring = {
+	.probe = u_probe, .setup = u_setup,
+	.submit = u_submit, .reap = u_reap, .teardown = u_teardown,
 };

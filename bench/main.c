@@ -37,7 +37,7 @@ static uint64_t all_methods(void)
 {
 	uint64_t m = 0;
 	for (unsigned i = 0; i < bench_nmethods; i++)
-		if (!bench_methods[i]->extra)
+		if (!bench_methods[i].extra)
 			m |= 1ull << i;
 	return m;
 }
@@ -45,7 +45,7 @@ static uint64_t all_methods(void)
 static unsigned method_index(const char *name)
 {
 	for (unsigned i = 0; i < bench_nmethods; i++)
-		if (strcmp(bench_methods[i]->name, name) == 0)
+		if (strcmp(bench_methods[i].name, name) == 0)
 			return i;
 	return UINT_MAX;
 }
@@ -519,7 +519,7 @@ int main(int argc, char **argv)
 			s.dir = optarg;
 			break;
 		case O_FILES:
-			s.nfiles = (unsigned)opt_uint("--files", optarg, 1, 64, "1..64");
+			s.nfiles = (unsigned)opt_uint("--files", optarg, 1, BENCH_MAX_FILES, "1..64");
 			break;
 		case O_METHODS: {
 			unsigned n = split(optarg, items, MAXLIST, "--methods");
@@ -745,13 +745,13 @@ int main(int argc, char **argv)
 	bool avail[BENCH_MAX_METHODS];
 	for (unsigned m = 0; m < bench_nmethods; m++) {
 		why[m][0] = 0;
-		avail[m] = bench_methods[m]->probe(&pj, why[m], sizeof(why[m])) == 0;
+		avail[m] = bench_method_probe(&bench_methods[m], &pj, why[m], sizeof(why[m])) == 0;
 	}
 	if (list) {
 		bench_scratch_remove();   /* the probe file, the only one registered */
 		free(probe_path);
 		for (unsigned m = 0; m < bench_nmethods; m++)
-			printf("%-15s %s%s%s\n", bench_methods[m]->name, bench_methods[m]->what,
+			printf("%-15s %s%s%s\n", bench_methods[m].name, bench_methods[m].what,
 			       avail[m] ? "" : "\n                unavailable here: ", avail[m] ? "" : why[m]);
 		return 0;
 	}
@@ -816,10 +816,10 @@ int main(int argc, char **argv)
 				if (tty) {
 					double el = (double)(bench_now_ns() - t0) / 1e9;
 					fprintf(stderr, "\r\033[K[%u/%u %.0fs] %s: %s rep %u/%u", run_no, total_runs,
-						el, label, bench_methods[m]->name, rep + 1, s.reps);
+						el, label, bench_methods[m].name, rep + 1, s.reps);
 				}
 				struct bench_result *r = &res[m * s.reps + nok[m]];
-				bench_run(&s, cs, bench_methods[m], rep, r);
+				bench_run(&s, cs, &bench_methods[m], rep, r);
 				if (r->status) {
 					cell->status = ST_ERROR;
 					snprintf(cell->why, sizeof(cell->why), "%s", r->err);
@@ -827,7 +827,7 @@ int main(int argc, char **argv)
 					any_error = true;
 					if (tty)
 						fprintf(stderr, "\r\033[K");
-					fprintf(stderr, "fsaio-bench: %s, %s: %s\n", label, bench_methods[m]->name, r->err);
+					fprintf(stderr, "fsaio-bench: %s, %s: %s\n", label, bench_methods[m].name, r->err);
 					continue;
 				}
 				nok[m]++;

@@ -73,8 +73,8 @@ static void bar_panel(FILE *g, const struct bench_report *rp, unsigned c, unsign
 		const struct bench_cell *cell = bench_cell_at(rp, c, m);
 		if (cell->status != ST_OK)
 			continue;
-		fprintf(g, "%u %g %s %u %s\n", bars++, cell->med.mibps, bench_methods[m]->name,
-			colours[m % BENCH_MAX_METHODS], ours(bench_methods[m]) ? "1" : "0");
+		fprintf(g, "%u %g %s %u %s\n", bars++, cell->med.mibps, bench_methods[m].name,
+			colours[m % BENCH_MAX_METHODS], ours(&bench_methods[m]) ? "1" : "0");
 	}
 	fprintf(g, "EOD\n");
 	fprintf(g, "set title '%s, %.0f KiB'\n", title, rp->cases[c].bs / 1024.0);
@@ -137,10 +137,10 @@ static void line_panel(FILE *g, const struct bench_report *rp, const unsigned *p
 			continue;
 		/* O_DIRECT lines dashed; a fixed colour per method, so gnuplot's
 		 * 8-colour cycle never gives two lines the same one. */
-		bool o = ours(bench_methods[m]);
+		bool o = ours(&bench_methods[m]);
 		fprintf(g, "%s$D%u_%u using 1:2 with linespoints lw %d dt %d lc rgb '#%06x' pt 7 ps %s title '%s'",
-			k++ ? ", " : "", p, m, o ? 4 : 2, bench_methods[m]->direct ? 2 : 1,
-			colours[m % BENCH_MAX_METHODS], o ? "1.2" : "0.8", bench_methods[m]->name);
+			k++ ? ", " : "", p, m, o ? 4 : 2, bench_methods[m].direct ? 2 : 1,
+			colours[m % BENCH_MAX_METHODS], o ? "1.2" : "0.8", bench_methods[m].name);
 	}
 	fprintf(g, "\n");
 }

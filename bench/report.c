@@ -53,7 +53,7 @@ static const char *fadvise_name(int adv)
 static const struct bench_cell *cell_named(const struct bench_report *rp, unsigned c, const char *name)
 {
 	for (unsigned m = 0; m < bench_nmethods; m++)
-		if (strcmp(bench_methods[m]->name, name) == 0)
+		if (strcmp(bench_methods[m].name, name) == 0)
 			return bench_cell_at(rp, c, m);
 	return NULL;
 }
@@ -139,7 +139,7 @@ void bench_report_table(const struct bench_report *rp, FILE *f)
 				"sub p99", "sub max", "CPU s/GiB", "CPU us/IO", "csw/IO", "engine / notes");
 		for (unsigned m = 0; m < bench_nmethods; m++) {
 			const struct bench_cell *cell = bench_cell_at(rp, c, m);
-			const struct bench_method *me = bench_methods[m];
+			const struct bench_method *me = &bench_methods[m];
 			if (cell->status == ST_SKIPPED)
 				continue;
 			if (cell->status != ST_OK) {
@@ -403,7 +403,7 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 			fprintf(f, "%s,%s,%s,%s,%u,%u,%u,%u,%llu,%s,%s,%s,", rp->preset,
 				cs->pattern == PAT_RAND ? "rand" : "seq", rw_name(cs->rw), cache_name(cs->cache),
 				cs->hot_pct, cs->bs, cs->depth, rp->s->nfiles, (unsigned long long)rp->s->size,
-				fadvise_name(bench_case_fadvise(rp->s, cs)), bench_methods[m]->name,
+				fadvise_name(bench_case_fadvise(rp->s, cs)), bench_methods[m].name,
 				status_name(cell->status));
 			csv_str(f, cell->status == ST_OK ? "" : cell->why);
 			if (cell->status != ST_OK) {
@@ -562,8 +562,8 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 		s->reps, s->workers, s->batch, s->hot_region_pct);
 	for (unsigned m = 0; m < bench_nmethods; m++) {
 		fprintf(f, "%s\n    {\"name\": ", m ? "," : "");
-		json_str(f, bench_methods[m]->name);
-		json_key_str(f, "what", bench_methods[m]->what);
+		json_str(f, bench_methods[m].name);
+		json_key_str(f, "what", bench_methods[m].what);
 		fputc('}', f);
 	}
 	fprintf(f, "\n  ],\n  \"cases\": [");
@@ -583,7 +583,7 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 			const struct bench_cell *cell = bench_cell_at(rp, c, m);
 			const struct bench_result *r = &cell->med;
 			fprintf(f, "%s\n      {\"method\": ", m ? "," : "");
-			json_str(f, bench_methods[m]->name);
+			json_str(f, bench_methods[m].name);
 			fprintf(f, ", \"status\": \"%s\"", status_name(cell->status));
 			if (cell->status != ST_OK) {
 				json_key_str(f, "reason", cell->why);

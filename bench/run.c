@@ -304,8 +304,8 @@ static void start_measuring(struct drive *D, uint64_t t)
 	D->t_meas = t;
 	D->run_end = t + (uint64_t)(D->runtime * 1e9);
 	usage_now(&D->u0);
-	if (D->m->engine_stats)
-		D->m->engine_stats(D->st, &D->es0);
+	if (D->m->path->engine_stats)
+		D->m->path->engine_stats(D->st, &D->es0);
 }
 
 /* One submit call: refused requests first, then new ones up to batch_max.
@@ -325,7 +325,7 @@ static int submit_some(struct drive *D)
 	if (!n)
 		return 0;
 	uint64_t t0 = bench_now_ns();
-	int acc = D->m->submit(D->st, D->batch, n);
+	int acc = D->m->path->submit(D->st, D->batch, n);
 	uint64_t t1 = bench_now_ns();
 	atomic_fetch_add(&wd_progress, 1);
 	if (D->measuring)
@@ -360,7 +360,7 @@ static int reap_some(struct drive *D, unsigned min)
 	struct loop *L = D->L;
 	if (!D->inflight)
 		return 0;
-	int got = D->m->reap(D->st, min, D->inflight, D->done);
+	int got = D->m->path->reap(D->st, min, D->inflight, D->done);
 	uint64_t t2 = bench_now_ns();
 	if (got < 0) {
 		fail(r, "reap: %s", strerror(-got));
@@ -418,6 +418,7 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 		.nfiles = s->nfiles, .paths = s->paths, .file_size = s->size,
 		.depth = m->sync ? 1 : c->depth, .bs = c->bs, .workers = s->workers,
 		.fadvise = bench_case_fadvise(s, c), .shim_path = s->shim_path,
+		.direct = m->direct, .arg = m->arg,
 	};
 	struct loop L = { .s = s, .c = c };
 	struct bench_slot *slots = NULL;
@@ -488,7 +489,7 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 		freel[nfree++] = sl;
 	}
 
-	int e = m->setup(&job, &st);
+	int e = m->path->setup(&job, &st);
 	if (e < 0) {
 		fail(r, "setup: %s", strerror(-e));
 		st = NULL;
@@ -549,8 +550,8 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 	const uint64_t t_last = D.t_last, t_meas = D.t_meas;
 	const struct usage u0 = D.u0;
 
-	if (m->engine_stats && !failed && r->status == 0) {
-		m->engine_stats(st, &es1);
+	if (m->path->engine_stats && !failed && r->status == 0) {
+		m->path->engine_stats(st, &es1);
 		if (es1.valid) {
 			r->es = es1;
 			r->es.requests -= es0.requests;
@@ -569,7 +570,7 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 			r->es.bytes_uring -= es0.bytes_uring;
 		}
 	}
-	m->teardown(st);
+	m->path->teardown(st);
 	st = NULL;
 
 	if (r->status == 0 && !measuring)
@@ -603,7 +604,7 @@ nomem:
 	fail(r, "out of memory for %u buffers of %u bytes", depth, c->bs);
 out:
 	if (st)
-		m->teardown(st);
+		m->path->teardown(st);
 	if (slots && !leak_buffers)
 		for (unsigned i = 0; i < depth; i++) {
 			free(slots[i].rbuf);

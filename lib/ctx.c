@@ -225,32 +225,28 @@ FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp
 static int ctx_destroy_body(fsaio_ctx_t *ctx)
 {
 	int saved = errno;
+	bool live;
 
 	if (!ctx)
 		return -EINVAL;
-	if (!fsaio__ctx_ok(ctx)) {
-		/* A forked child: the workers are not ours and the locks may be
-		 * held by threads that do not exist here. Free memory only. */
+	/* Not live in a forked child: the workers are not ours and the locks
+	 * may be held by threads that do not exist here. Each part is then
+	 * forgotten (its memory and fds freed) rather than finished. */
+	live = fsaio__ctx_ok(ctx);
+	if (live) {
+		/* The ring and the poller first: their threads may hand a
+		 * remainder to the pool. */
+		fsaio__uring_stop(&ctx->uring);
+		fsaio__poller_stop(&ctx->poller);
+		fsaio__pool_stop(&ctx->pool);
+	} else {
 		fsaio__uring_forget(&ctx->uring);
-		fsaio__poller_forget(&ctx->poller);
-		fsaio__ra_fini(&ctx->ra);
-		fsaio__pool_forget(&ctx->pool);
-		fsaio__cq_forget(&ctx->cq);
-		fsaio__fdtable_forget(&ctx->fdt);
-		free(ctx);
-		errno = saved;
-		return 0;
 	}
-	/* The ring and the poller first: their threads may hand a remainder
-	 * to the pool. */
-	fsaio__uring_stop(&ctx->uring);
-	fsaio__poller_stop(&ctx->poller);
-	fsaio__pool_stop(&ctx->pool);
 	fsaio__ra_fini(&ctx->ra);    /* after the workers that run its prefetch jobs */
-	fsaio__pool_fini(&ctx->pool);
-	fsaio__poller_fini(&ctx->poller);
-	fsaio__cq_fini(&ctx->cq);
-	fsaio__fdtable_fini(&ctx->fdt);
+	(live ? fsaio__pool_fini : fsaio__pool_forget)(&ctx->pool);
+	(live ? fsaio__poller_fini : fsaio__poller_forget)(&ctx->poller);
+	(live ? fsaio__cq_fini : fsaio__cq_forget)(&ctx->cq);
+	(live ? fsaio__fdtable_fini : fsaio__fdtable_forget)(&ctx->fdt);
 	free(ctx);
 	errno = saved;
 	return 0;
