@@ -277,6 +277,14 @@ int t_coldfile(size_t size, unsigned seed)
 	return fd;
 }
 
+int t_hotprefix_file(size_t size, unsigned seed, uint64_t hot_len)
+{
+	int fd = t_coldfile(size, seed);
+
+	t_make_hot(fd, 0, hot_len);
+	return fd;
+}
+
 int t_hotfile(size_t size, unsigned seed)
 {
 	int fd = t_tmpfile(size, seed);

@@ -71,6 +71,9 @@ int t_tmpfile_path(size_t size, unsigned seed, char *path);
 int t_coldfile(size_t size, unsigned seed);
 /* The same, with every page of it in the cache (t_make_hot). */
 int t_hotfile(size_t size, unsigned seed);
+/* A t_coldfile whose first hot_len bytes are then brought into the cache
+ * (t_make_hot). */
+int t_hotprefix_file(size_t size, unsigned seed, uint64_t hot_len);
 /* A file in /dev/shm (tmpfs) for the tests about tmpfs; removed by t_teardown. */
 int t_shmfile(size_t size, unsigned seed);
 /* Open the file behind fd again, with other flags (a new open file description). */

@@ -154,8 +154,7 @@ Test(destroy, in_flight_without_callback)
 {
 	enum { N = 96 };
 	size_t fsize = 4 * MiB;
-	int fd = t_coldfile(fsize, 111);
-	t_make_hot(fd, 0, 512 * KiB);
+	int fd = t_hotprefix_file(fsize, 111, 512 * KiB);
 	size_t maplen = (size_t)N * LEN;
 	uint8_t *bufs = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(bufs, MAP_FAILED);

@@ -177,8 +177,7 @@ Test(stats, counters_add_up)
 
 Test(stats, probe_counts)
 {
-	int fd = t_coldfile(2 * MiB, 182);
-	t_make_hot(fd, 0, 256 * KiB);
+	int fd = t_hotprefix_file(2 * MiB, 182, 256 * KiB);
 	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	static uint8_t buf[256 * 1024];
 	struct fsaio_req req;
