@@ -550,6 +550,16 @@ void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_e
 	free(rp);
 }
 
+void t_prep_reads(struct fsaio_req *reqs, struct fsaio_req **rp, unsigned n, int fd,
+		  uint8_t *buf, size_t len, uint64_t stride)
+{
+	for (unsigned i = 0; i < n; i++) {
+		fsaio_prep_pread(&reqs[i], fd, buf + (size_t)i * len, len, (int64_t)(i * stride));
+		if (rp)
+			rp[i] = &reqs[i];
+	}
+}
+
 void t_read_batch(fsaio_ctx_t *ctx, int fd, uint8_t *buf, unsigned n, size_t len,
 		  uint64_t stride, unsigned seed, const char *what, unsigned idx)
 {
@@ -557,8 +567,7 @@ void t_read_batch(fsaio_ctx_t *ctx, int fd, uint8_t *buf, unsigned n, size_t len
 	struct fsaio_event *evs = calloc(n, sizeof(*evs));
 
 	cr_assert(reqs && evs);
-	for (unsigned i = 0; i < n; i++)
-		fsaio_prep_pread(&reqs[i], fd, buf + (size_t)i * len, len, (int64_t)(i * stride));
+	t_prep_reads(reqs, NULL, n, fd, buf, len, stride);
 	t_run(ctx, reqs, n, evs);
 	for (unsigned i = 0; i < n; i++) {
 		cr_assert_eq(t_event_of(evs, n, &reqs[i])->res, (int64_t)len, "%s %u req %u", what, idx, i);

@@ -133,6 +133,10 @@ void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr);
 /* That, then reap their nr events into evs (t_reap_all) and match them
  * one to one with the requests (t_match_events). */
 void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_event *evs);
+/* Prepare n reads of fd, read i being len bytes at i * stride into
+ * buf + i * len; rp[i] = &reqs[i] unless rp is NULL (for t_submit). */
+void t_prep_reads(struct fsaio_req *reqs, struct fsaio_req **rp, unsigned n, int fd,
+		  uint8_t *buf, size_t len, uint64_t stride);
 /* t_run of n reads of fd, read i being len bytes at i * stride into
  * buf + i * len; assert each read all len bytes, the pattern of seed.
  * Failures name the batch as "what idx". */

@@ -194,10 +194,7 @@ Test(destroy, waits_for_running_request)
 	enum { N = 8 };
 	static uint8_t bufs[N][LEN];
 	struct fsaio_req reqs[N], *rp[N];
-	for (int i = 0; i < N; i++) {
-		fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * LEN);
-		rp[i] = &reqs[i];
-	}
+	t_prep_reads(reqs, rp, N, fd, bufs[0], LEN, LEN);
 	t_submit(g_sat2.ctx, rp, N);
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, release_later, NULL), 0);

@@ -82,10 +82,7 @@ Test(stats, hot_reads_all_inline)
 	enum { N = 32, LEN = 32 * 1024 };
 	uint8_t *bufs = malloc((size_t)N * LEN);
 	struct fsaio_req reqs[N], *rp[N];
-	for (int i = 0; i < N; i++) {
-		fsaio_prep_pread(&reqs[i], fd, bufs + (size_t)i * LEN, LEN, (int64_t)i * LEN);
-		rp[i] = &reqs[i];
-	}
+	t_prep_reads(reqs, rp, N, fd, bufs, LEN, LEN);
 	t_submit(ctx, rp, N);
 	struct fsaio_event evs[N];
 	t_reap_all(ctx, N, evs, T_EVENT_TIMEOUT_MS);
