@@ -14,6 +14,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -548,6 +549,12 @@ void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_e
 	t_reap_all(ctx, nr, evs, T_EVENT_TIMEOUT_MS);
 	t_match_events(evs, nr, rp, nr);
 	free(rp);
+}
+
+void t_count_cb(void *arg, const struct fsaio_event *ev)
+{
+	(void)ev;
+	atomic_fetch_add((_Atomic unsigned *)arg, 1);
 }
 
 void t_prep_reads(struct fsaio_req *reqs, struct fsaio_req **rp, unsigned n, int fd,

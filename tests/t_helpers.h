@@ -142,6 +142,9 @@ void t_prep_reads(struct fsaio_req *reqs, struct fsaio_req **rp, unsigned n, int
  * Failures name the batch as "what idx". */
 void t_read_batch(fsaio_ctx_t *ctx, int fd, uint8_t *buf, unsigned n, size_t len,
 		  uint64_t stride, unsigned seed, const char *what, unsigned idx);
+/* A completion callback (fsaio_params.complete) that counts its calls in
+ * the _Atomic unsigned complete_arg points at. */
+void t_count_cb(void *arg, const struct fsaio_event *ev);
 struct fsaio_stats t_stats(fsaio_ctx_t *ctx);
 /* The counters of the request path: what a case expects of them. */
 struct t_path {

@@ -24,6 +24,19 @@ static void move_to(int fd, int num)
 	close(fd);
 }
 
+/* Read the len bytes of msg, written to s[1], from the stream s[0] through
+ * the engine (offset -1); then close s[1]. */
+static void stream_read_msg(fsaio_ctx_t *ctx, int s[2], const char *msg, size_t len)
+{
+	uint8_t buf[64];
+	struct fsaio_req req;
+
+	cr_assert_eq(write(s[1], msg, len), (ssize_t)len);
+	fsaio_prep_pread(&req, s[0], buf, sizeof(buf), -1);
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)len);
+	close(s[1]);
+}
+
 /* A pipe's number reused for a regular file: a read at an offset must read
  * at that offset, not at the file position. */
 Test(fdreuse, pipe_then_file)
@@ -34,20 +47,12 @@ Test(fdreuse, pipe_then_file)
 	uint8_t buf[8192];
 	struct fsaio_req req;
 
-	cr_assert_eq(write(p[1], "abc", 3), 3);
-	fsaio_prep_pread(&req, p[0], buf, sizeof(buf), -1);
-	cr_assert_eq(t_run1(ctx, &req).res, 3);
-	close(p[1]);
-
-	int f = t_tmpfile(256 * KiB, 80);
-	move_to(f, p[0]);
+	stream_read_msg(ctx, p, "abc", 3);
+	move_to(t_tmpfile(256 * KiB, 80), p[0]);
 	/* The file position stays at 0: a read that ignored the offset would
 	 * return the file's first bytes. */
 	cr_assert_eq(lseek(p[0], 0, SEEK_SET), 0);
-	fsaio_prep_pread(&req, p[0], buf, sizeof(buf), 64 * KiB);
-	struct fsaio_event ev = t_run1(ctx, &req);
-	cr_assert_eq(ev.res, (int64_t)sizeof(buf), "res %lld", (long long)ev.res);
-	t_check_pattern(buf, sizeof(buf), 64 * KiB, 80);
+	t_read_check(ctx, p[0], buf, sizeof(buf), 64 * KiB, 80);
 
 	fsaio_prep_pwrite(&req, p[0], buf, 100, 1000);
 	t_fill_pattern(buf, 100, 1000, 81);
@@ -65,19 +70,10 @@ Test(fdreuse, socket_then_file)
 	int sv[2];
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	uint8_t buf[4096];
-	struct fsaio_req req;
 
-	cr_assert_eq(write(sv[1], "hello", 5), 5);
-	fsaio_prep_pread(&req, sv[0], buf, sizeof(buf), -1);
-	cr_assert_eq(t_run1(ctx, &req).res, 5);
-	close(sv[1]);
-
-	int f = t_coldfile(64 * KiB, 82);
-	move_to(f, sv[0]);
-	fsaio_prep_pread(&req, sv[0], buf, sizeof(buf), 12345);
-	struct fsaio_event ev = t_run1(ctx, &req);
-	cr_assert_eq(ev.res, (int64_t)sizeof(buf), "res %lld", (long long)ev.res);
-	t_check_pattern(buf, sizeof(buf), 12345, 82);
+	stream_read_msg(ctx, sv, "hello", 5);
+	move_to(t_coldfile(64 * KiB, 82), sv[0]);
+	t_read_check(ctx, sv[0], buf, sizeof(buf), 12345, 82);
 	t_ctx_destroy(ctx);
 }
 
