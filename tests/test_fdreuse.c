@@ -185,6 +185,22 @@ Test(fdreuse, queued_requests_stay_on_their_file)
 	t_ctx_destroy(sat.ctx);
 }
 
+/* Reap the BIND_N reads of reqs, read k into bufs[k] from k * stride, and
+ * assert each read all of it, the pattern of seed: the file it was
+ * submitted on. */
+static void reap_bound_reads(fsaio_ctx_t *ctx, const struct fsaio_req *reqs,
+			     uint8_t (*bufs)[BIND_LEN], uint64_t stride, unsigned seed)
+{
+	struct fsaio_event evs[BIND_N];
+
+	t_reap_all(ctx, BIND_N, evs, T_EVENT_TIMEOUT_MS);
+	for (int i = 0; i < BIND_N; i++) {
+		cr_assert_eq(evs[i].res, BIND_LEN, "res %lld", (long long)evs[i].res);
+		int k = (int)(evs[i].req - reqs);
+		t_check_pattern(bufs[k], BIND_LEN, (uint64_t)k * stride, seed);
+	}
+}
+
 /* Cold reads carried by each backend, the fd closed and its number taken by
  * another file at once: whether a read finished before or after, its data is
  * the submitted file's. */
@@ -194,24 +210,15 @@ static void reads_survive_reuse(uint32_t backend)
 	int a = t_tmpfile(1024 * KiB, 83);
 	static uint8_t bufs[BIND_N][BIND_LEN];
 	struct fsaio_req reqs[BIND_N], *rp[BIND_N];
-	struct fsaio_event evs[BIND_N];
 
 	t_make_cold(a);
-	for (int i = 0; i < BIND_N; i++) {
-		fsaio_prep_pread(&reqs[i], a, bufs[i], BIND_LEN, (int64_t)i * 3 * BIND_LEN);
-		rp[i] = &reqs[i];
-	}
+	t_prep_reads(reqs, rp, BIND_N, a, bufs[0], BIND_LEN, 3 * BIND_LEN);
 	t_submit(ctx, rp, BIND_N);
 	cr_assert_eq(close(a), 0);
 	int b = t_tmpfile(1024 * KiB, 84);
 	if (b != a)
 		move_to(b, a);
-	t_reap_all(ctx, BIND_N, evs, T_EVENT_TIMEOUT_MS);
-	for (int i = 0; i < BIND_N; i++) {
-		cr_assert_eq(evs[i].res, BIND_LEN, "res %lld", (long long)evs[i].res);
-		int k = (int)(evs[i].req - reqs);
-		t_check_pattern(bufs[k], BIND_LEN, (uint64_t)k * 3 * BIND_LEN, 83);
-	}
+	reap_bound_reads(ctx, reqs, bufs, 3 * BIND_LEN, 83);
 	t_ctx_destroy(ctx);
 }
 
@@ -252,23 +259,16 @@ Test(fdreuse, reads_of_an_exited_submitter_stay_on_their_file)
 	int b = t_tmpfile(1024 * KiB, 86);
 	static uint8_t bufs[BIND_N][BIND_LEN];
 	struct fsaio_req reqs[BIND_N];
-	struct fsaio_event evs[BIND_N];
 	struct exit_submit e = { ctx, reqs, 0 };
 	pthread_t th;
 
 	t_make_cold(a);
-	for (int i = 0; i < BIND_N; i++)
-		fsaio_prep_pread(&reqs[i], a, bufs[i], BIND_LEN, (int64_t)i * 5 * BIND_LEN);
+	t_prep_reads(reqs, NULL, BIND_N, a, bufs[0], BIND_LEN, 5 * BIND_LEN);
 	cr_assert_eq(pthread_create(&th, NULL, submit_and_exit, &e), 0);
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(e.ret, BIND_N);
 	cr_assert_eq(dup2(b, a), a);
-	t_reap_all(ctx, BIND_N, evs, T_EVENT_TIMEOUT_MS);
-	for (int i = 0; i < BIND_N; i++) {
-		cr_assert_eq(evs[i].res, BIND_LEN, "res %lld", (long long)evs[i].res);
-		int k = (int)(evs[i].req - reqs);
-		t_check_pattern(bufs[k], BIND_LEN, (uint64_t)k * 5 * BIND_LEN, 85);
-	}
+	reap_bound_reads(ctx, reqs, bufs, 5 * BIND_LEN, 85);
 	t_ctx_destroy(ctx);
 }
 
