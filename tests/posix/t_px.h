@@ -51,6 +51,12 @@ void t_read_start(struct aiocb *cb, int fd, void *buf, size_t len, off_t off);
 void t_write_start(struct aiocb *cb, int fd, void *buf, size_t len, off_t off);
 /* Wait until cb is no longer EINPROGRESS (within T_WAIT_SEC); its error. */
 int t_wait(struct aiocb *cb);
+/* Wait for cb (t_wait), then assert it ended without error and that its
+ * aio_return is want; a macro, so that a failure names the test's line. */
+#define T_RETURNS(cb, want) do {					\
+	cr_assert_eq(t_wait(cb), 0);					\
+	cr_assert_eq(aio_return(cb), (want));				\
+} while (0)
 /* cb reads from a pipe or socket whose other end is wfd: assert it is still
  * in progress, write data there, and assert it completes without error;
  * its aio_return. */

@@ -139,8 +139,7 @@ Test(lio, nowait_with_a_refused_element)
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(aio_error(&cbs[0]), EINVAL);
 	for (int i = 1; i < 4; i++) {
-		cr_assert_eq(t_wait(&cbs[i]), 0);
-		cr_assert_eq(aio_return(&cbs[i]), 4096);
+		T_RETURNS(&cbs[i], 4096);
 	}
 	close(fd);
 }
