@@ -166,8 +166,6 @@ Test(basic, requests_on_one_fd_run_concurrently)
 {
 	static char in[16];
 	struct aiocb rd, wr;
-	const struct aiocb *list[1] = { &wr };
-	struct timespec brief = { 0, 50 * 1000 * 1000 };
 	char got[4];
 	int s[2];
 
@@ -180,10 +178,7 @@ Test(basic, requests_on_one_fd_run_concurrently)
 		cr_assert_eq(memcmp(got, "ping", 4), 0);
 		cr_assert_eq(aio_error(&rd), EINPROGRESS);
 	} else {
-		errno = 0;
-		cr_assert_eq(aio_suspend(list, 1, &brief), -1);
-		cr_assert_eq(errno, EAGAIN);
-		cr_assert_eq(aio_error(&wr), EINPROGRESS);
+		t_still_waits(&wr, "the write behind the read");
 	}
 	cr_assert_eq(write(s[1], "pong", 4), 4);
 	T_RETURNS(&rd, 4);
