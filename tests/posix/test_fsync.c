@@ -113,9 +113,8 @@ Test(fsync, append_writes_keep_their_order)
 		/* The offset is ignored on an O_APPEND fd. */
 		t_write_start(&cbs[i], afd, recs[i], len, 0);
 	}
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < N; i++)
 		T_RETURNS(&cbs[i], (ssize_t)cbs[i].aio_nbytes);
-	}
 	back = malloc(total);
 	cr_assert_not_null(back);
 	cr_assert_eq(pread(fd, back, total, 0), (ssize_t)total);
