@@ -67,6 +67,12 @@ struct t_aio_ring {
 	close(fd);							\
 } while (0)
 
+/* The same for a test on ctx and a pipe or socket pair p: both ends closed. */
+#define T_DONE_PAIR(ctx, p) do {					\
+	T_EXPECT(io_destroy(ctx), 0);					\
+	t_close_pair(p);						\
+} while (0)
+
 /*
  * The fixture of a file whose tests share one context and one file: static
  * ctx (32 events) and fd (size bytes of seed's pattern), made by setup()
