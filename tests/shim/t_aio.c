@@ -75,6 +75,54 @@ void t_close_pair(const int p[2])
 	close(p[1]);
 }
 
+/* Deliveries of the signals t_count_signal installed: atomic, as it is
+ * bumped in a handler. */
+static atomic_int signals_handled;
+
+static void count_signal(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&signals_handled, 1);
+}
+
+void t_count_signal(int sig, int sa_flags)
+{
+	struct sigaction sa = { .sa_handler = count_signal, .sa_flags = sa_flags };
+
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(sig, &sa, NULL), 0);
+}
+
+int t_signals_handled(void)
+{
+	return atomic_load(&signals_handled);
+}
+
+static void *poker_main(void *arg)
+{
+	struct t_poker *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		pthread_kill(p->target, p->sig);
+		usleep(20000);
+	}
+	return NULL;
+}
+
+void t_poker_start(struct t_poker *p, int sig)
+{
+	p->target = pthread_self();
+	p->sig = sig;
+	atomic_init(&p->stop, 0);
+	cr_assert_eq(pthread_create(&p->th, NULL, poker_main, p), 0);
+}
+
+void t_poker_stop(struct t_poker *p)
+{
+	atomic_store(&p->stop, 1);
+	pthread_join(p->th, NULL);
+}
+
 #ifndef SYS_cachestat
 #define SYS_cachestat 451
 #endif

@@ -26,7 +26,9 @@
 #endif
 #include <errno.h>
 #include <libaio.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -104,6 +106,20 @@ void t_setup(void);
 void t_teardown(void);
 /* Close both ends of a pipe or socket pair. */
 void t_close_pair(const int p[2]);
+/* Install a handler on sig (with sa_flags) that counts its deliveries;
+ * t_signals_handled() is the count, for the whole process. */
+void t_count_signal(int sig, int sa_flags);
+int t_signals_handled(void);
+/* A thread that sends sig to the thread that started it every 20 ms until
+ * t_poker_stop: whenever one lands, it lands while that thread waits or
+ * just before. */
+struct t_poker {
+	pthread_t th, target;	/* set before the thread starts, then read-only */
+	int sig;		/* the same */
+	atomic_int stop;	/* set by t_poker_stop, polled by the thread */
+};
+void t_poker_start(struct t_poker *p, int sig);
+void t_poker_stop(struct t_poker *p);
 /* Pages of [off, off+len) in the page cache (cachestat, or mincore). */
 uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len);
 
