@@ -106,6 +106,22 @@ void t_setup(void);
 void t_teardown(void);
 /* Close both ends of a pipe or socket pair. */
 void t_close_pair(const int p[2]);
+/* A batch of up to T_BATCH_MAX 4 KiB reads: buffers, iocbs, the list to
+ * submit and room for their events. */
+#define T_BATCH_MAX 16
+struct t_batch {
+	char buf[T_BATCH_MAX][4096];
+	struct iocb cb[T_BATCH_MAX], *list[T_BATCH_MAX];
+	struct io_event ev[T_BATCH_MAX];
+};
+/* Prepare b's first n reads of fd: read i at i * stride into b->buf[i],
+ * its data 0x1000 + i, so that an event names its read. */
+void t_batch_reads(struct t_batch *b, int n, int fd, long long stride);
+/* Assert that b->ev[0..n) are events of b's first n reads (t_batch_reads
+ * with stride, on a file of seed's pattern): data carried, all 4 KiB read,
+ * res2 0, the file's bytes in the buffer. */
+void t_batch_check(const struct t_batch *b, int n, long long stride, unsigned seed);
+
 /* Install a handler on sig (with sa_flags) that counts its deliveries;
  * t_signals_handled() is the count, for the whole process. */
 void t_count_signal(int sig, int sa_flags);

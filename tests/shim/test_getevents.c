@@ -31,20 +31,15 @@ Test(getevents, min_nr_and_nr)
 {
 	io_context_t ctx = t_ctx(16);
 	int fd = t_file(65536, 20);
-	static char buf[6][4096];
-	struct iocb cb[6], *list[6];
-	struct io_event ev[6];
+	static struct t_batch b;
 	struct timespec zero = { 0, 0 }, wait = { T_WAIT_SEC, 0 };
 
-	for (int i = 0; i < 6; i++) {
-		io_prep_pread(&cb[i], fd, buf[i], 4096, i * 4096);
-		list[i] = &cb[i];
-	}
-	T_EXPECT(io_submit(ctx, 6, list), 6);
+	t_batch_reads(&b, 6, fd, 4096);
+	T_EXPECT(io_submit(ctx, 6, b.list), 6);
 	/* nr bounds what one call takes; the rest stays for the next. */
-	T_EXPECT(io_getevents(ctx, 2, 2, ev, &wait), 2);
-	T_EXPECT(io_getevents(ctx, 4, 6, ev + 2, &wait), 4);
-	T_EXPECT(io_getevents(ctx, 0, 6, ev, &zero), 0);
+	T_EXPECT(io_getevents(ctx, 2, 2, b.ev, &wait), 2);
+	T_EXPECT(io_getevents(ctx, 4, 6, b.ev + 2, &wait), 4);
+	T_EXPECT(io_getevents(ctx, 0, 6, b.ev, &zero), 0);
 	T_DONE(ctx, fd);
 }
 
