@@ -174,6 +174,17 @@ static int64_t read_alone(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, int64
 	return t_run1(ctx, &rd).res;
 }
 
+/* Reap the one event (a read into buf) and assert that it read n bytes,
+ * want's. */
+static void reap_read(fsaio_ctx_t *ctx, const char *buf, const char *want, int64_t n)
+{
+	struct fsaio_event ev = reap1(ctx);
+
+	cr_assert_eq(ev.res, n, "res %lld, want %lld", (long long)ev.res, (long long)n);
+	cr_assert_eq(memcmp(buf, want, (size_t)n), 0, "the %lld bytes read are not those written",
+		     (long long)n);
+}
+
 /* Reap the events of a and b and assert their results. */
 static void reap_pair(fsaio_ctx_t *ctx, struct fsaio_req *a, int64_t want_a,
 		      struct fsaio_req *b, int64_t want_b)
@@ -475,9 +486,7 @@ Test(pollable, read_returns_what_is_there)
 	mkpipe(p, 0);
 	read_waits(ctx, &rd, p[0], buf, sizeof(buf), 0);
 	write_all(p[1], "0123456789", 10);
-	struct fsaio_event ev = reap1(ctx);
-	cr_assert_eq(ev.res, 10);
-	cr_assert_eq(memcmp(buf, "0123456789", 10), 0);
+	reap_read(ctx, buf, "0123456789", 10);
 	done_pipe(ctx, p);
 }
 
@@ -497,9 +506,7 @@ Test(pollable, full_read_waits_for_the_whole_range)
 	write_all(p[1], src + 30, 50);
 	quiet(ctx);
 	write_all(p[1], src + 80, 20);
-	struct fsaio_event ev = reap1(ctx);
-	cr_assert_eq(ev.res, 100);
-	cr_assert_eq(memcmp(buf, src, 100), 0);
+	reap_read(ctx, buf, src, 100);
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.partial_inline, 1);
 	cr_assert_eq(st.bytes_inline, 30);
@@ -526,9 +533,7 @@ Test(pollable, eof_completes_with_bytes_done)
 	write_all(p[1], "abcdefghijklmnopqrstuvwxyz0123", 30);
 	quiet(ctx);
 	close(p[1]);
-	struct fsaio_event ev = reap1(ctx);
-	cr_assert_eq(ev.res, 30);
-	cr_assert_eq(memcmp(buf, "abcdefghijklmnopqrstuvwxyz0123", 30), 0);
+	reap_read(ctx, buf, "abcdefghijklmnopqrstuvwxyz0123", 30);
 	close(p[0]);
 	t_ctx_destroy(ctx);
 }
