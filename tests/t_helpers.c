@@ -14,6 +14,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -274,6 +275,14 @@ int t_coldfile(size_t size, unsigned seed)
 	int fd = t_tmpfile(size, seed);
 
 	t_make_cold(fd);
+	return fd;
+}
+
+int t_hotprefix_file(size_t size, unsigned seed, uint64_t hot_len)
+{
+	int fd = t_coldfile(size, seed);
+
+	t_make_hot(fd, 0, hot_len);
 	return fd;
 }
 
@@ -542,6 +551,22 @@ void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_e
 	free(rp);
 }
 
+void t_count_cb(void *arg, const struct fsaio_event *ev)
+{
+	(void)ev;
+	atomic_fetch_add((_Atomic unsigned *)arg, 1);
+}
+
+void t_prep_reads(struct fsaio_req *reqs, struct fsaio_req **rp, unsigned n, int fd,
+		  uint8_t *buf, size_t len, uint64_t stride)
+{
+	for (unsigned i = 0; i < n; i++) {
+		fsaio_prep_pread(&reqs[i], fd, buf + (size_t)i * len, len, (int64_t)(i * stride));
+		if (rp)
+			rp[i] = &reqs[i];
+	}
+}
+
 void t_read_batch(fsaio_ctx_t *ctx, int fd, uint8_t *buf, unsigned n, size_t len,
 		  uint64_t stride, unsigned seed, const char *what, unsigned idx)
 {
@@ -549,8 +574,7 @@ void t_read_batch(fsaio_ctx_t *ctx, int fd, uint8_t *buf, unsigned n, size_t len
 	struct fsaio_event *evs = calloc(n, sizeof(*evs));
 
 	cr_assert(reqs && evs);
-	for (unsigned i = 0; i < n; i++)
-		fsaio_prep_pread(&reqs[i], fd, buf + (size_t)i * len, len, (int64_t)(i * stride));
+	t_prep_reads(reqs, NULL, n, fd, buf, len, stride);
 	t_run(ctx, reqs, n, evs);
 	for (unsigned i = 0; i < n; i++) {
 		cr_assert_eq(t_event_of(evs, n, &reqs[i])->res, (int64_t)len, "%s %u req %u", what, idx, i);

@@ -71,6 +71,9 @@ int t_tmpfile_path(size_t size, unsigned seed, char *path);
 int t_coldfile(size_t size, unsigned seed);
 /* The same, with every page of it in the cache (t_make_hot). */
 int t_hotfile(size_t size, unsigned seed);
+/* A t_coldfile whose first hot_len bytes are then brought into the cache
+ * (t_make_hot). */
+int t_hotprefix_file(size_t size, unsigned seed, uint64_t hot_len);
 /* A file in /dev/shm (tmpfs) for the tests about tmpfs; removed by t_teardown. */
 int t_shmfile(size_t size, unsigned seed);
 /* Open the file behind fd again, with other flags (a new open file description). */
@@ -130,11 +133,18 @@ void t_submit_array(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr);
 /* That, then reap their nr events into evs (t_reap_all) and match them
  * one to one with the requests (t_match_events). */
 void t_run(fsaio_ctx_t *ctx, struct fsaio_req *reqs, unsigned nr, struct fsaio_event *evs);
+/* Prepare n reads of fd, read i being len bytes at i * stride into
+ * buf + i * len; rp[i] = &reqs[i] unless rp is NULL (for t_submit). */
+void t_prep_reads(struct fsaio_req *reqs, struct fsaio_req **rp, unsigned n, int fd,
+		  uint8_t *buf, size_t len, uint64_t stride);
 /* t_run of n reads of fd, read i being len bytes at i * stride into
  * buf + i * len; assert each read all len bytes, the pattern of seed.
  * Failures name the batch as "what idx". */
 void t_read_batch(fsaio_ctx_t *ctx, int fd, uint8_t *buf, unsigned n, size_t len,
 		  uint64_t stride, unsigned seed, const char *what, unsigned idx);
+/* A completion callback (fsaio_params.complete) that counts its calls in
+ * the _Atomic unsigned complete_arg points at. */
+void t_count_cb(void *arg, const struct fsaio_event *ev);
 struct fsaio_stats t_stats(fsaio_ctx_t *ctx);
 /* The counters of the request path: what a case expects of them. */
 struct t_path {

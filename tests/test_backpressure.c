@@ -114,25 +114,19 @@ Test(backpressure, default_depth)
 
 /* With a callback the request is the caller's again once called back: its
  * slot is free from then on. */
-static _Atomic int g_calls;
-static void count_cb(void *arg, const struct fsaio_event *ev)
-{
-	(void)arg;
-	(void)ev;
-	atomic_fetch_add(&g_calls, 1);
-}
-
 Test(backpressure, callback_frees_slots)
 {
+	static _Atomic unsigned calls;
 	int fd = t_hotfile(64 * KiB, 153);
-	struct fsaio_params p = { .queue_depth = 2, .complete = count_cb };
+	struct fsaio_params p = { .queue_depth = 2, .complete = t_count_cb,
+				  .complete_arg = &calls };
 	fsaio_ctx_t *ctx = t_ctx(&p);
 	uint8_t buf[4096];
 	struct fsaio_req req;
 	for (int i = 0; i < 20; i++) {
 		fsaio_prep_pread(&req, fd, buf, sizeof(buf), (int64_t)(i % 16) * 4096);
 		t_submit1(ctx, &req);
-		cr_assert_eq(atomic_load(&g_calls), i + 1);
+		cr_assert_eq(atomic_load(&calls), (unsigned)i + 1);
 		t_check_pattern(buf, sizeof(buf), (uint64_t)(i % 16) * 4096, 153);
 	}
 	t_ctx_destroy(ctx);

@@ -381,8 +381,7 @@ Test(badinput, buffer_faults_midway)
  * yields its events, the bad one and those after it are not. */
 Test(badinput, batch_with_bad_request_in_middle)
 {
-	int fd = t_coldfile(1 * MiB, 14);
-	t_make_hot(fd, 0, 64 * KiB);
+	int fd = t_hotprefix_file(1 * MiB, 14, 64 * KiB);
 	enum { N = 5, LEN = 8192 };
 	static uint8_t bufs[N][LEN];
 	struct fsaio_req reqs[N], *rp[N];

@@ -99,8 +99,8 @@ Test(cancel, partial_progress_in_res2)
 	saturate_one_worker(&s);
 
 	int fd = t_tmpfile(1 * MiB, 91);
-	size_t len = 512 * KiB;
-	uint8_t *buf = malloc(len);
+	static uint8_t buf[512 * KiB];
+	size_t len = sizeof(buf);
 	struct fsaio_req req;
 	struct fsaio_stats st;
 	uint64_t inline_before = 0;
@@ -138,7 +138,6 @@ Test(cancel, partial_progress_in_res2)
 
 	t_sat_reap_blocker(&s);
 	t_ctx_sat_destroy(s.ctx, &s);
-	free(buf);
 }
 
 /* Every kind of queued request can be cancelled, fsync included. */
@@ -239,10 +238,7 @@ Test(cancel, cancel_all_then_reuse)
 	int fd = t_hotfile(N * LEN, 95);
 	static uint8_t bufs[N][LEN];
 	struct fsaio_req reqs[N], *rp[N];
-	for (int i = 0; i < N; i++) {
-		fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * LEN);
-		rp[i] = &reqs[i];
-	}
+	t_prep_reads(reqs, rp, N, fd, bufs[0], LEN, LEN);
 	t_submit(s.ctx, rp, N);
 	cr_assert_eq(t_stats(s.ctx).pool_queue_len, N);
 	for (int i = N - 1; i >= 0; i--)

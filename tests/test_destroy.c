@@ -154,8 +154,7 @@ Test(destroy, in_flight_without_callback)
 {
 	enum { N = 96 };
 	size_t fsize = 4 * MiB;
-	int fd = t_coldfile(fsize, 111);
-	t_make_hot(fd, 0, 512 * KiB);
+	int fd = t_hotprefix_file(fsize, 111, 512 * KiB);
 	size_t maplen = (size_t)N * LEN;
 	uint8_t *bufs = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(bufs, MAP_FAILED);
@@ -195,10 +194,7 @@ Test(destroy, waits_for_running_request)
 	enum { N = 8 };
 	static uint8_t bufs[N][LEN];
 	struct fsaio_req reqs[N], *rp[N];
-	for (int i = 0; i < N; i++) {
-		fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * LEN);
-		rp[i] = &reqs[i];
-	}
+	t_prep_reads(reqs, rp, N, fd, bufs[0], LEN, LEN);
 	t_submit(g_sat2.ctx, rp, N);
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, release_later, NULL), 0);

@@ -282,22 +282,15 @@ Test(direct, cancel_takes_back_or_answers_ebusy)
 	each_backend(&f, cancel_or_ebusy);
 }
 
-static _Atomic unsigned cb_events;
-
-static void count_cb(void *arg, const struct fsaio_event *ev)
-{
-	(void)arg;
-	(void)ev;
-	atomic_fetch_add(&cb_events, 1);
-}
-
 Test(direct, destroy_drains_the_ring)
 {
 	struct dfile f = dfile(16 * MiB, 9, true, O_RDONLY);
+	static _Atomic unsigned cb_events;
 
 	for (unsigned b = 0; b < NB; b++) {
 		enum { N = 128, LEN = 16 * KiB };
-		struct fsaio_params p = { .miss_backend = backends[b], .complete = count_cb };
+		struct fsaio_params p = { .miss_backend = backends[b], .complete = t_count_cb,
+					  .complete_arg = &cb_events };
 		fsaio_ctx_t *ctx = t_ctx(&p);
 		uint8_t *buf = abuf((size_t)N * LEN);
 		struct fsaio_req req[N];

@@ -25,6 +25,15 @@ static bool readable(int fd, int timeout_ms)
 	return r == 1 && (p.revents & POLLIN);
 }
 
+/* The context's event fd (fsaio_event_fd), asserted valid. */
+static int event_fd(fsaio_ctx_t *ctx)
+{
+	int efd = T_CALL(fsaio_event_fd(ctx));
+
+	cr_assert_geq(efd, 0);
+	return efd;
+}
+
 static void submit_hot(fsaio_ctx_t *ctx, int fd, struct fsaio_req *reqs, uint8_t (*bufs)[4096], int n)
 {
 	struct fsaio_req *rp[16];
@@ -40,8 +49,7 @@ Test(eventfd, readable_exactly_while_pending)
 {
 	int fd = t_hotfile(64 * KiB, 120);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	int efd = T_CALL(fsaio_event_fd(ctx));
-	cr_assert_geq(efd, 0);
+	int efd = event_fd(ctx);
 	T_ASSERT_RET(fsaio_event_fd(ctx), efd);
 	cr_assert_not(readable(efd, 0), "readable with nothing pending");
 
@@ -73,8 +81,7 @@ Test(eventfd, wakes_for_worker_completion)
 {
 	int fd = t_coldfile(1 * MiB, 121);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	int efd = T_CALL(fsaio_event_fd(ctx));
-	cr_assert_geq(efd, 0);
+	int efd = event_fd(ctx);
 
 	static uint8_t buf[256 * 1024];
 	struct fsaio_req req;
@@ -98,8 +105,7 @@ Test(eventfd, created_with_events_pending)
 	struct fsaio_req reqs[2];
 	uint8_t bufs[2][4096];
 	submit_hot(ctx, fd, reqs, bufs, 2);
-	int efd = T_CALL(fsaio_event_fd(ctx));
-	cr_assert_geq(efd, 0);
+	int efd = event_fd(ctx);
 	cr_assert(readable(efd, 0), "events were pending before the eventfd existed");
 	struct fsaio_event evs[2];
 	t_reap_all(ctx, 2, evs, T_EVENT_TIMEOUT_MS);
@@ -111,8 +117,7 @@ Test(eventfd, epoll_level_triggered)
 {
 	int fd = t_hotfile(64 * KiB, 123);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	int efd = T_CALL(fsaio_event_fd(ctx));
-	cr_assert_geq(efd, 0);
+	int efd = event_fd(ctx);
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	cr_assert_geq(ep, 0);
 	struct epoll_event e = { .events = EPOLLIN, .data.u64 = 7 };

@@ -24,6 +24,19 @@ static void move_to(int fd, int num)
 	close(fd);
 }
 
+/* Read the len bytes of msg, written to s[1], from the stream s[0] through
+ * the engine (offset -1); then close s[1]. */
+static void stream_read_msg(fsaio_ctx_t *ctx, int s[2], const char *msg, size_t len)
+{
+	uint8_t buf[64];
+	struct fsaio_req req;
+
+	cr_assert_eq(write(s[1], msg, len), (ssize_t)len);
+	fsaio_prep_pread(&req, s[0], buf, sizeof(buf), -1);
+	cr_assert_eq(t_run1(ctx, &req).res, (int64_t)len);
+	close(s[1]);
+}
+
 /* A pipe's number reused for a regular file: a read at an offset must read
  * at that offset, not at the file position. */
 Test(fdreuse, pipe_then_file)
@@ -34,20 +47,12 @@ Test(fdreuse, pipe_then_file)
 	uint8_t buf[8192];
 	struct fsaio_req req;
 
-	cr_assert_eq(write(p[1], "abc", 3), 3);
-	fsaio_prep_pread(&req, p[0], buf, sizeof(buf), -1);
-	cr_assert_eq(t_run1(ctx, &req).res, 3);
-	close(p[1]);
-
-	int f = t_tmpfile(256 * KiB, 80);
-	move_to(f, p[0]);
+	stream_read_msg(ctx, p, "abc", 3);
+	move_to(t_tmpfile(256 * KiB, 80), p[0]);
 	/* The file position stays at 0: a read that ignored the offset would
 	 * return the file's first bytes. */
 	cr_assert_eq(lseek(p[0], 0, SEEK_SET), 0);
-	fsaio_prep_pread(&req, p[0], buf, sizeof(buf), 64 * KiB);
-	struct fsaio_event ev = t_run1(ctx, &req);
-	cr_assert_eq(ev.res, (int64_t)sizeof(buf), "res %lld", (long long)ev.res);
-	t_check_pattern(buf, sizeof(buf), 64 * KiB, 80);
+	t_read_check(ctx, p[0], buf, sizeof(buf), 64 * KiB, 80);
 
 	fsaio_prep_pwrite(&req, p[0], buf, 100, 1000);
 	t_fill_pattern(buf, 100, 1000, 81);
@@ -65,19 +70,10 @@ Test(fdreuse, socket_then_file)
 	int sv[2];
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	uint8_t buf[4096];
-	struct fsaio_req req;
 
-	cr_assert_eq(write(sv[1], "hello", 5), 5);
-	fsaio_prep_pread(&req, sv[0], buf, sizeof(buf), -1);
-	cr_assert_eq(t_run1(ctx, &req).res, 5);
-	close(sv[1]);
-
-	int f = t_coldfile(64 * KiB, 82);
-	move_to(f, sv[0]);
-	fsaio_prep_pread(&req, sv[0], buf, sizeof(buf), 12345);
-	struct fsaio_event ev = t_run1(ctx, &req);
-	cr_assert_eq(ev.res, (int64_t)sizeof(buf), "res %lld", (long long)ev.res);
-	t_check_pattern(buf, sizeof(buf), 12345, 82);
+	stream_read_msg(ctx, sv, "hello", 5);
+	move_to(t_coldfile(64 * KiB, 82), sv[0]);
+	t_read_check(ctx, sv[0], buf, sizeof(buf), 12345, 82);
 	t_ctx_destroy(ctx);
 }
 
@@ -189,6 +185,22 @@ Test(fdreuse, queued_requests_stay_on_their_file)
 	t_ctx_destroy(sat.ctx);
 }
 
+/* Reap the BIND_N reads of reqs, read k into bufs[k] from k * stride, and
+ * assert each read all of it, the pattern of seed: the file it was
+ * submitted on. */
+static void reap_bound_reads(fsaio_ctx_t *ctx, const struct fsaio_req *reqs,
+			     uint8_t (*bufs)[BIND_LEN], uint64_t stride, unsigned seed)
+{
+	struct fsaio_event evs[BIND_N];
+
+	t_reap_all(ctx, BIND_N, evs, T_EVENT_TIMEOUT_MS);
+	for (int i = 0; i < BIND_N; i++) {
+		cr_assert_eq(evs[i].res, BIND_LEN, "res %lld", (long long)evs[i].res);
+		int k = (int)(evs[i].req - reqs);
+		t_check_pattern(bufs[k], BIND_LEN, (uint64_t)k * stride, seed);
+	}
+}
+
 /* Cold reads carried by each backend, the fd closed and its number taken by
  * another file at once: whether a read finished before or after, its data is
  * the submitted file's. */
@@ -198,24 +210,15 @@ static void reads_survive_reuse(uint32_t backend)
 	int a = t_tmpfile(1024 * KiB, 83);
 	static uint8_t bufs[BIND_N][BIND_LEN];
 	struct fsaio_req reqs[BIND_N], *rp[BIND_N];
-	struct fsaio_event evs[BIND_N];
 
 	t_make_cold(a);
-	for (int i = 0; i < BIND_N; i++) {
-		fsaio_prep_pread(&reqs[i], a, bufs[i], BIND_LEN, (int64_t)i * 3 * BIND_LEN);
-		rp[i] = &reqs[i];
-	}
+	t_prep_reads(reqs, rp, BIND_N, a, bufs[0], BIND_LEN, 3 * BIND_LEN);
 	t_submit(ctx, rp, BIND_N);
 	cr_assert_eq(close(a), 0);
 	int b = t_tmpfile(1024 * KiB, 84);
 	if (b != a)
 		move_to(b, a);
-	t_reap_all(ctx, BIND_N, evs, T_EVENT_TIMEOUT_MS);
-	for (int i = 0; i < BIND_N; i++) {
-		cr_assert_eq(evs[i].res, BIND_LEN, "res %lld", (long long)evs[i].res);
-		int k = (int)(evs[i].req - reqs);
-		t_check_pattern(bufs[k], BIND_LEN, (uint64_t)k * 3 * BIND_LEN, 83);
-	}
+	reap_bound_reads(ctx, reqs, bufs, 3 * BIND_LEN, 83);
 	t_ctx_destroy(ctx);
 }
 
@@ -256,23 +259,16 @@ Test(fdreuse, reads_of_an_exited_submitter_stay_on_their_file)
 	int b = t_tmpfile(1024 * KiB, 86);
 	static uint8_t bufs[BIND_N][BIND_LEN];
 	struct fsaio_req reqs[BIND_N];
-	struct fsaio_event evs[BIND_N];
 	struct exit_submit e = { ctx, reqs, 0 };
 	pthread_t th;
 
 	t_make_cold(a);
-	for (int i = 0; i < BIND_N; i++)
-		fsaio_prep_pread(&reqs[i], a, bufs[i], BIND_LEN, (int64_t)i * 5 * BIND_LEN);
+	t_prep_reads(reqs, NULL, BIND_N, a, bufs[0], BIND_LEN, 5 * BIND_LEN);
 	cr_assert_eq(pthread_create(&th, NULL, submit_and_exit, &e), 0);
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(e.ret, BIND_N);
 	cr_assert_eq(dup2(b, a), a);
-	t_reap_all(ctx, BIND_N, evs, T_EVENT_TIMEOUT_MS);
-	for (int i = 0; i < BIND_N; i++) {
-		cr_assert_eq(evs[i].res, BIND_LEN, "res %lld", (long long)evs[i].res);
-		int k = (int)(evs[i].req - reqs);
-		t_check_pattern(bufs[k], BIND_LEN, (uint64_t)k * 5 * BIND_LEN, 85);
-	}
+	reap_bound_reads(ctx, reqs, bufs, 5 * BIND_LEN, 85);
 	t_ctx_destroy(ctx);
 }
 

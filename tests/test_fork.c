@@ -196,10 +196,7 @@ Test(fork, with_requests_in_flight)
 	enum { N = 6, LEN = 64 * 1024 };
 	static uint8_t bufs[N][LEN];
 	struct fsaio_req reqs[N], *rp[N + 1];
-	for (int i = 0; i < N; i++) {
-		fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * LEN);
-		rp[i] = &reqs[i];
-	}
+	t_prep_reads(reqs, rp, N, fd, bufs[0], LEN, LEN);
 	rp[N] = &s.breq;
 	t_submit(s.ctx, rp, N);
 	cr_assert_eq(t_stats(s.ctx).pool_queue_len, N);

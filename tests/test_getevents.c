@@ -18,11 +18,15 @@
 
 TestSuite(getevents, .init = t_setup, .fini = t_teardown, .timeout = 60);
 
-static void submit_hot(fsaio_ctx_t *ctx, int fd, struct fsaio_req *reqs, int n, uint8_t (*bufs)[512])
+/* Submit n reads of 512 bytes, read i at i * 512 into bufs[i], one call
+ * each; rp[i] points at reqs[i] (for t_match_events). */
+static void submit_hot(fsaio_ctx_t *ctx, int fd, struct fsaio_req *reqs,
+		       struct fsaio_req **rp, int n, uint8_t (*bufs)[512])
 {
 	for (int i = 0; i < n; i++) {
 		fsaio_prep_pread(&reqs[i], fd, bufs[i], 512, (int64_t)i * 512);
 		t_submit1(ctx, &reqs[i]);
+		rp[i] = &reqs[i];
 	}
 }
 
@@ -66,16 +70,15 @@ Test(getevents, relative_timeout_returns_what_is_there)
 {
 	int fd = t_hotfile(64 * KiB, 170);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	struct fsaio_req reqs[2];
+	struct fsaio_req reqs[2], *rp[2];
 	uint8_t bufs[2][512];
-	submit_hot(ctx, fd, reqs, 2, bufs);
+	submit_hot(ctx, fd, reqs, rp, 2, bufs);
 
 	struct fsaio_event evs[5];
 	struct timespec ts = { 0, 80 * 1000 * 1000 };
 	uint64_t t0 = t_now_ns();
 	T_ASSERT_RET(fsaio_getevents(ctx, 5, 5, evs, &ts), 2);
 	cr_assert_geq(t_now_ns() - t0, 80ull * 1000 * 1000, "gave up before the timeout");
-	struct fsaio_req *rp[2] = { &reqs[0], &reqs[1] };
 	t_match_events(evs, 2, rp, 2);
 	t_no_event(ctx);
 	t_ctx_destroy(ctx);
@@ -88,9 +91,7 @@ Test(getevents, nr_caps_and_min_nr_zero)
 	enum { N = 5 };
 	struct fsaio_req reqs[N], *rp[N];
 	uint8_t bufs[N][512];
-	submit_hot(ctx, fd, reqs, N, bufs);
-	for (int i = 0; i < N; i++)
-		rp[i] = &reqs[i];
+	submit_hot(ctx, fd, reqs, rp, N, bufs);
 
 	struct fsaio_event evs[N];
 	T_ASSERT_RET(fsaio_getevents(ctx, 0, 3, evs, NULL), 3);

@@ -19,14 +19,23 @@
 
 TestSuite(ops, .init = t_setup, .fini = t_teardown, .timeout = 60);
 
-/* A caller's RWF_NOWAIT request never goes to a worker, whole or in part. */
-static void nothing_queued(fsaio_ctx_t *ctx)
+/* A caller's RWF_NOWAIT request never goes to a worker, whole or in part:
+ * assert that none did, then destroy the context. */
+static void nowait_done(fsaio_ctx_t *ctx)
 {
 	struct fsaio_stats st = t_stats(ctx);
 
 	cr_assert_eq(st.queued, 0);
 	cr_assert_eq(st.partial_inline, 0);
 	cr_assert_eq(st.bytes_worker, 0);
+	t_ctx_destroy(ctx);
+}
+
+/* Run req alone (t_run1) with the caller's RWF_NOWAIT: its event. */
+static struct fsaio_event nowait_run(fsaio_ctx_t *ctx, struct fsaio_req *req)
+{
+	req->rw_flags = RWF_NOWAIT;
+	return t_run1(ctx, req);
 }
 
 Test(ops, pread_pwrite)
@@ -218,19 +227,16 @@ Test(ops, caller_nowait_cold_large)
 {
 	int fd = t_coldfile(2 * MiB, 51);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	size_t len = 256 * KiB;
-	uint8_t *buf = malloc(len);
+	static uint8_t buf[256 * KiB];
+	size_t len = sizeof(buf);
 	struct fsaio_req req;
 	fsaio_prep_pread(&req, fd, buf, len, 512 * KiB);
-	req.rw_flags = RWF_NOWAIT;
-	struct fsaio_event ev = t_run1(ctx, &req);
+	struct fsaio_event ev = nowait_run(ctx, &req);
 	cr_assert(ev.res == -EAGAIN || (ev.res > 0 && ev.res < (int64_t)len),
 		  "cold RWF_NOWAIT read: res %lld", (long long)ev.res);
 	if (ev.res > 0)
 		t_check_pattern(buf, (size_t)ev.res, 512 * KiB, 51);
-	nothing_queued(ctx);
-	t_ctx_destroy(ctx);
-	free(buf);
+	nowait_done(ctx);
 }
 
 Test(ops, caller_nowait_cold_small)
@@ -243,8 +249,7 @@ Test(ops, caller_nowait_cold_small)
 		struct fsaio_req req;
 		uint64_t off = (uint64_t)i * 256 * KiB;
 		fsaio_prep_pread(&req, fd, bufs[i], LEN, (int64_t)off);
-		req.rw_flags = RWF_NOWAIT;
-		struct fsaio_event ev = t_run1(ctx, &req);
+		struct fsaio_event ev = nowait_run(ctx, &req);
 		/* The NOWAIT attempt starts readahead: a fast device may have the
 		 * page by the time the kernel looks again, hence "or all". */
 		cr_assert(ev.res == -EAGAIN || (ev.res > 0 && ev.res <= LEN),
@@ -252,25 +257,20 @@ Test(ops, caller_nowait_cold_small)
 		if (ev.res > 0)
 			t_check_pattern(bufs[i], (size_t)ev.res, off, 52);
 	}
-	struct fsaio_stats st = t_stats(ctx);
-	cr_assert_eq(st.requests, N);
-	cr_assert_eq(st.queued, 0);
-	cr_assert_eq(st.bytes_worker, 0);
-	t_ctx_destroy(ctx);
+	cr_assert_eq(t_stats(ctx).requests, N);
+	nowait_done(ctx);
 }
 
 Test(ops, caller_nowait_hot_and_half)
 {
-	int fd = t_coldfile(1 * MiB, 53);
-	t_make_hot(fd, 0, 128 * KiB);
+	int fd = t_hotprefix_file(1 * MiB, 53, 128 * KiB);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
-	size_t len = 256 * KiB;
-	uint8_t *buf = malloc(len);
+	static uint8_t buf[256 * KiB];
+	size_t len = sizeof(buf);
 	struct fsaio_req req;
 
 	fsaio_prep_pread(&req, fd, buf, 100 * KiB, 10 * KiB);
-	req.rw_flags = RWF_NOWAIT;
-	cr_assert_eq(t_run1(ctx, &req).res, 100 * KiB);
+	cr_assert_eq(nowait_run(ctx, &req).res, 100 * KiB);
 	t_check_pattern(buf, 100 * KiB, 10 * KiB, 53);
 
 	/* Half-cached: the cached prefix and no more, unless the readahead the
@@ -283,8 +283,7 @@ Test(ops, caller_nowait_hot_and_half)
 			t_make_hot(fd, 0, 128 * KiB);
 		}
 		fsaio_prep_pread(&req, fd, buf, len, 0);
-		req.rw_flags = RWF_NOWAIT;
-		struct fsaio_event ev = t_run1(ctx, &req);
+		struct fsaio_event ev = nowait_run(ctx, &req);
 		cr_assert_geq(ev.res, 128 * KiB, "half-cached RWF_NOWAIT: res %lld", (long long)ev.res);
 		cr_assert_leq(ev.res, (int64_t)len);
 		t_check_pattern(buf, (size_t)ev.res, 0, 53);
@@ -292,9 +291,7 @@ Test(ops, caller_nowait_hot_and_half)
 	}
 	cr_assert(partial_seen, "5 rounds, none returned the cached prefix only");
 
-	nothing_queued(ctx);
-	t_ctx_destroy(ctx);
-	free(buf);
+	nowait_done(ctx);
 }
 
 /* ext4 refuses RWF_NOWAIT buffered writes: the caller gets a failure it can
@@ -308,8 +305,7 @@ Test(ops, caller_nowait_write)
 	t_fill_pattern(src, LEN, 4096, 55);
 	struct fsaio_req req;
 	fsaio_prep_pwrite(&req, fd, src, LEN, 4096);
-	req.rw_flags = RWF_NOWAIT;
-	struct fsaio_event ev = t_run1(ctx, &req);
+	struct fsaio_event ev = nowait_run(ctx, &req);
 	cr_assert(ev.res == LEN || ev.res == -EAGAIN || ev.res == -EOPNOTSUPP,
 		  "RWF_NOWAIT write: res %lld", (long long)ev.res);
 	t_check_file(fd, 4096, LEN, ev.res == LEN ? 55 : 54);
@@ -494,8 +490,7 @@ Test(ops, caller_nowait_write_after_plain_write)
 
 	uint64_t queued = t_stats(ctx).queued;
 	fsaio_prep_pwrite(&req, fd, src, LEN, 20000);
-	req.rw_flags = RWF_NOWAIT;
-	ev = t_run1(ctx, &req);
+	ev = nowait_run(ctx, &req);
 	cr_assert_eq(t_stats(ctx).queued, queued, "a NOWAIT write reached a worker");
 	if (want == -EOPNOTSUPP)
 		cr_assert_eq(ev.res, -EOPNOTSUPP, "the kernel refuses NOWAIT writes here; res %lld",

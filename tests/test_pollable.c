@@ -162,6 +162,29 @@ static void read_waits(fsaio_ctx_t *ctx, struct fsaio_req *rd, int fd,
 	quiet(ctx);
 }
 
+/* A read of len bytes of fd at off with rw_flags, run alone (t_run1): its
+ * res. */
+static int64_t read_alone(fsaio_ctx_t *ctx, int fd, void *buf, size_t len, int64_t off,
+			  int rw_flags)
+{
+	struct fsaio_req rd;
+
+	fsaio_prep_pread(&rd, fd, buf, len, off);
+	rd.rw_flags = rw_flags;
+	return t_run1(ctx, &rd).res;
+}
+
+/* Reap the one event (a read into buf) and assert that it read n bytes,
+ * want's. */
+static void reap_read(fsaio_ctx_t *ctx, const char *buf, const char *want, int64_t n)
+{
+	struct fsaio_event ev = reap1(ctx);
+
+	cr_assert_eq(ev.res, n, "res %lld, want %lld", (long long)ev.res, (long long)n);
+	cr_assert_eq(memcmp(buf, want, (size_t)n), 0, "the %lld bytes read are not those written",
+		     (long long)n);
+}
+
 /* Reap the events of a and b and assert their results. */
 static void reap_pair(fsaio_ctx_t *ctx, struct fsaio_req *a, int64_t want_a,
 		      struct fsaio_req *b, int64_t want_b)
@@ -334,11 +357,9 @@ Test(pollable, write_larger_than_pipe_completes_fully)
 	cr_assert_eq(d.got, MiB);
 	t_check_pattern(d.buf, MiB, 0, 11);
 	cr_assert_eq(t_stats(ctx).pool_threads, 0);
-	t_ctx_destroy(ctx);
+	done_pipe(ctx, p);
 	free(d.buf);
 	free(src);
-	close(p[0]);
-	close(p[1]);
 }
 
 /* Several writes queued on one pipe go out whole and in submission order. */
@@ -368,11 +389,9 @@ Test(pollable, queued_writes_keep_their_order)
 		cr_assert_eq(evs[i].res, LEN);
 	cr_assert_eq(d.got, (size_t)N * LEN);
 	t_check_pattern(d.buf, N * LEN, 0, 12);
-	t_ctx_destroy(ctx);
+	done_pipe(ctx, p);
 	free(d.buf);
 	free(src);
-	close(p[0]);
-	close(p[1]);
 }
 
 /* Reads waiting on one pipe are served in submission order. */
@@ -467,9 +486,7 @@ Test(pollable, read_returns_what_is_there)
 	mkpipe(p, 0);
 	read_waits(ctx, &rd, p[0], buf, sizeof(buf), 0);
 	write_all(p[1], "0123456789", 10);
-	struct fsaio_event ev = reap1(ctx);
-	cr_assert_eq(ev.res, 10);
-	cr_assert_eq(memcmp(buf, "0123456789", 10), 0);
+	reap_read(ctx, buf, "0123456789", 10);
 	done_pipe(ctx, p);
 }
 
@@ -489,9 +506,7 @@ Test(pollable, full_read_waits_for_the_whole_range)
 	write_all(p[1], src + 30, 50);
 	quiet(ctx);
 	write_all(p[1], src + 80, 20);
-	struct fsaio_event ev = reap1(ctx);
-	cr_assert_eq(ev.res, 100);
-	cr_assert_eq(memcmp(buf, src, 100), 0);
+	reap_read(ctx, buf, src, 100);
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.partial_inline, 1);
 	cr_assert_eq(st.bytes_inline, 30);
@@ -518,9 +533,7 @@ Test(pollable, eof_completes_with_bytes_done)
 	write_all(p[1], "abcdefghijklmnopqrstuvwxyz0123", 30);
 	quiet(ctx);
 	close(p[1]);
-	struct fsaio_event ev = reap1(ctx);
-	cr_assert_eq(ev.res, 30);
-	cr_assert_eq(memcmp(buf, "abcdefghijklmnopqrstuvwxyz0123", 30), 0);
+	reap_read(ctx, buf, "abcdefghijklmnopqrstuvwxyz0123", 30);
 	close(p[0]);
 	t_ctx_destroy(ctx);
 }
@@ -558,19 +571,12 @@ Test(pollable, caller_nowait_gives_eagain)
 {
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	char buf[16];
-	struct fsaio_req rd;
 	int p[2];
 
 	mkpipe(p, 0);
-	fsaio_prep_pread(&rd, p[0], buf, sizeof(buf), -1);
-	rd.rw_flags = RWF_NOWAIT;
-	t_submit1(ctx, &rd);
-	cr_assert_eq(reap1(ctx).res, -EAGAIN);
+	cr_assert_eq(read_alone(ctx, p[0], buf, sizeof(buf), -1, RWF_NOWAIT), -EAGAIN);
 	write_all(p[1], "xy", 2);
-	fsaio_prep_pread(&rd, p[0], buf, sizeof(buf), -1);
-	rd.rw_flags = RWF_NOWAIT;
-	t_submit1(ctx, &rd);
-	cr_assert_eq(reap1(ctx).res, 2);
+	cr_assert_eq(read_alone(ctx, p[0], buf, sizeof(buf), -1, RWF_NOWAIT), 2);
 	done_pipe(ctx, p);
 }
 
@@ -580,14 +586,11 @@ Test(pollable, no_inline_goes_through_the_poller)
 	struct fsaio_params prm = { .flags = FSAIO_CTX_NO_INLINE };
 	fsaio_ctx_t *ctx = t_ctx(&prm);
 	char buf[16];
-	struct fsaio_req rd;
 	int p[2];
 
 	mkpipe(p, 0);
 	write_all(p[1], "ready", 5);
-	fsaio_prep_pread(&rd, p[0], buf, sizeof(buf), -1);
-	t_submit1(ctx, &rd);
-	cr_assert_eq(reap1(ctx).res, 5);
+	cr_assert_eq(read_alone(ctx, p[0], buf, sizeof(buf), -1, 0), 5);
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.completed_inline, 0);
 	cr_assert_eq(st.bytes_worker, 5);
@@ -600,14 +603,11 @@ Test(pollable, offset_is_ignored)
 {
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	char buf[16];
-	struct fsaio_req rd;
 	int p[2];
 
 	mkpipe(p, 0);
 	write_all(p[1], "abc", 3);
-	fsaio_prep_pread(&rd, p[0], buf, sizeof(buf), 4096);
-	t_submit1(ctx, &rd);
-	cr_assert_eq(reap1(ctx).res, 3);
+	cr_assert_eq(read_alone(ctx, p[0], buf, sizeof(buf), 4096, 0), 3);
 	done_pipe(ctx, p);
 }
 
@@ -825,11 +825,9 @@ Test(pollable, cancel_partial_write)
 	cr_assert_eq(ev.req, &small);
 	cr_assert_eq(ev.res, 4);
 	cr_assert_eq(memcmp(d.buf + 64 * KiB, "tail", 4), 0);
-	t_ctx_destroy(ctx);
+	done_pipe(ctx, p);
 	free(d.buf);
 	free(src);
-	close(p[0]);
-	close(p[1]);
 }
 
 /* ----------------------------------------------------------------- destroy */

@@ -90,12 +90,21 @@ static bool wait_cached(const struct watch *w, unsigned ms)
 	return brought_in(w) >= w->len / PAGE;
 }
 
+/* Read the first n blocks of len bytes of fd in order, one t_read1 each;
+ * each must read all len bytes. */
+static void read_blocks(fsaio_ctx_t *ctx, int fd, uint8_t *buf, size_t len, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		cr_assert_eq(t_read1(ctx, fd, buf, len, (uint64_t)i * len), (int64_t)len,
+			     "block %u", i);
+}
+
 Test(readahead, missed_stream_gets_the_next_ranges_cached)
 {
 	enum { LEN = 1 * MiB };
 	int fd = t_tmpfile(16 * MiB, 21);
 	uint64_t warm = warm_bytes(fd), size = warm + 16 * MiB;
-	uint8_t *buf = malloc(LEN);
+	static uint8_t buf[LEN];
 
 	cr_assert_eq(ftruncate(fd, (off_t)size), 0);
 	t_make_cold(fd);
@@ -131,7 +140,6 @@ Test(readahead, missed_stream_gets_the_next_ranges_cached)
 	/* Nothing far beyond the window was read. */
 	cr_assert_eq(t_cached_pages(fd, size - 4 * MiB, 4 * MiB), 0);
 	t_ctx_destroy(ctx);
-	free(buf);
 }
 
 Test(readahead, several_in_flight_are_one_stream)
@@ -201,26 +209,24 @@ Test(readahead, fadvise_random_turns_detection_off)
 {
 	enum { LEN = 128 * KiB };
 	int fd = t_coldfile(16 * MiB, 24);
-	uint8_t *buf = malloc(LEN);
+	static uint8_t buf[LEN];
 
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	T_ASSERT_RET(fsaio_fadvise(ctx, fd, POSIX_FADV_RANDOM), 0);
-	for (unsigned i = 0; i < 16; i++)
-		cr_assert_eq(t_read1(ctx, fd, buf, LEN, (uint64_t)i * LEN), LEN);
+	read_blocks(ctx, fd, buf, LEN, 16);
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.readahead_calls, 0);
 	cr_assert_eq(st.stream_hits, 0);
 	/* The kernel was told too: it read nothing beyond the requests. */
 	cr_assert_eq(t_cached_pages(fd, 16 * LEN, 0), 0);
 	t_ctx_destroy(ctx);
-	free(buf);
 }
 
 Test(readahead, fadvise_sequential_prefetches_from_the_first_read)
 {
 	enum { LEN = 1 * MiB };
 	int fd = t_coldfile(32 * MiB, 25);
-	uint8_t *buf = malloc(LEN);
+	static uint8_t buf[LEN];
 
 	const struct watch ahead = watch(fd, 9 * MiB, 4 * MiB);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
@@ -233,24 +239,21 @@ Test(readahead, fadvise_sequential_prefetches_from_the_first_read)
 		  (unsigned long long)brought_in(&ahead));
 	cr_assert_geq(t_stats(ctx).readahead_calls, 1);
 	t_ctx_destroy(ctx);
-	free(buf);
 }
 
 Test(readahead, no_readahead_flag_turns_it_all_off)
 {
 	enum { LEN = 128 * KiB };
 	int fd = t_coldfile(16 * MiB, 26);
-	uint8_t *buf = malloc(LEN);
+	static uint8_t buf[LEN];
 
 	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
 	struct fsaio_params p = { .flags = FSAIO_CTX_NO_READAHEAD };
 	fsaio_ctx_t *ctx = t_ctx(&p);
-	for (unsigned i = 0; i < 16; i++)
-		cr_assert_eq(t_read1(ctx, fd, buf, LEN, (uint64_t)i * LEN), LEN);
+	read_blocks(ctx, fd, buf, LEN, 16);
 	cr_assert_eq(t_stats(ctx).readahead_calls, 0);
 	cr_assert_eq(t_cached_pages(fd, 16 * LEN, 0), 0);
 	t_ctx_destroy(ctx);
-	free(buf);
 }
 
 Test(readahead, fadvise_bad_arguments)

@@ -82,10 +82,7 @@ Test(stats, hot_reads_all_inline)
 	enum { N = 32, LEN = 32 * 1024 };
 	uint8_t *bufs = malloc((size_t)N * LEN);
 	struct fsaio_req reqs[N], *rp[N];
-	for (int i = 0; i < N; i++) {
-		fsaio_prep_pread(&reqs[i], fd, bufs + (size_t)i * LEN, LEN, (int64_t)i * LEN);
-		rp[i] = &reqs[i];
-	}
+	t_prep_reads(reqs, rp, N, fd, bufs, LEN, LEN);
 	t_submit(ctx, rp, N);
 	struct fsaio_event evs[N];
 	t_reap_all(ctx, N, evs, T_EVENT_TIMEOUT_MS);
@@ -177,8 +174,7 @@ Test(stats, counters_add_up)
 
 Test(stats, probe_counts)
 {
-	int fd = t_coldfile(2 * MiB, 182);
-	t_make_hot(fd, 0, 256 * KiB);
+	int fd = t_hotprefix_file(2 * MiB, 182, 256 * KiB);
 	fsaio_ctx_t *ctx = t_pool_ctx(NULL);
 	static uint8_t buf[256 * 1024];
 	struct fsaio_req req;

@@ -244,8 +244,7 @@ static void *reaper(void *arg)
 
 Test(threads, blocked_reapers)
 {
-	int fd = t_coldfile(NREQ * 4096, 131);
-	t_make_hot(fd, 0, NREQ * 2048);
+	int fd = t_hotprefix_file(NREQ * 4096, 131, NREQ * 2048);
 	g_ctx = t_ctx(NULL);
 	pthread_t th[NREAP];
 	for (int i = 0; i < NREAP; i++)
@@ -320,8 +319,7 @@ static void *reap_with_cancel_pending(void *p)
 Test(threads, submit_and_getevents_hold_no_cancellation_point)
 {
 	enum { LEN = 64 * KiB };
-	int fd = t_coldfile(4 * MiB, 150);
-	t_make_hot(fd, 0, LEN);
+	int fd = t_hotprefix_file(4 * MiB, 150, LEN);
 	fsaio_ctx_t *ctx = t_ctx(NULL);
 	/* With an eventfd, posting an event writes it under the queue's lock. */
 	cr_assert_geq(T_CALL(fsaio_event_fd(ctx)), 0);

@@ -44,13 +44,18 @@ static inline int check_origin(void *fn, const char *name, const char *from, boo
 	return 0;
 }
 
+/* Where the checked function came from: dropin_start fills it, dropin_end
+ * names it. */
+static Dl_info dropin_origin;
+
 /* A drop-in consumer's start, argv being DROPIN FILE: check that fn (named
  * name) comes from DROPIN (check_origin), fill want with a pattern and
  * write it to a new FILE. The fd, open for reading and writing; -1 after a
  * message. */
 static inline int dropin_start(int argc, char **argv, void *fn, const char *name, bool at_start,
-			       Dl_info *info, unsigned char *want, size_t size)
+			       unsigned char *want, size_t size)
 {
+	Dl_info *info = &dropin_origin;
 	int fd;
 
 	if (argc < 3) {
@@ -67,6 +72,16 @@ static inline int dropin_start(int argc, char **argv, void *fn, const char *name
 		return -1;
 	}
 	return fd;
+}
+
+/* A drop-in consumer's end: close fd, remove file, say which file served
+ * the checked function. main's exit status 0. */
+static inline int dropin_end(int fd, const char *file)
+{
+	close(fd);
+	unlink(file);
+	printf(PROG ": served by %s\n", dropin_origin.dli_fname);
+	return 0;
 }
 #endif
 

@@ -26,10 +26,8 @@ int main(int argc, char **argv)
 	io_context_t ctx = 0;
 	struct iocb cb, *cbp = &cb;
 	struct io_event ev;
-	Dl_info info;
-	int fd, rc;
+	int rc, fd = dropin_start(argc, argv, (void *)io_submit, "io_submit", true, want, SIZE);
 
-	fd = dropin_start(argc, argv, (void *)io_submit, "io_submit", true, &info, want, SIZE);
 	if (fd < 0)
 		return 1;
 	rc = io_setup(8, &ctx);
@@ -45,8 +43,5 @@ int main(int argc, char **argv)
 	if (ev.obj != &cb || ev.res != SIZE || memcmp(want, got, SIZE) != 0)
 		return fail("wrong event or data", (long)ev.res);
 	io_destroy(ctx);
-	close(fd);
-	unlink(argv[2]);
-	printf("libaio_consumer: served by %s\n", info.dli_fname);
-	return 0;
+	return dropin_end(fd, argv[2]);
 }

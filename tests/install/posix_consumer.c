@@ -25,10 +25,8 @@ int main(int argc, char **argv)
 {
 	const struct aiocb *list[1];
 	struct aiocb cb;
-	Dl_info info;
-	int fd, err;
+	int err, fd = dropin_start(argc, argv, (void *)aio_read, "aio_read", false, want, SIZE);
 
-	fd = dropin_start(argc, argv, (void *)aio_read, "aio_read", false, &info, want, SIZE);
 	if (fd < 0)
 		return 1;
 	memset(&cb, 0, sizeof(cb));
@@ -42,8 +40,5 @@ int main(int argc, char **argv)
 		aio_suspend(list, 1, NULL);
 	if (err != 0 || aio_return(&cb) != SIZE || memcmp(want, got, SIZE) != 0)
 		return fail("wrong result or data", err);
-	close(fd);
-	unlink(argv[2]);
-	printf("posix_consumer: served by %s\n", info.dli_fname);
-	return 0;
+	return dropin_end(fd, argv[2]);
 }

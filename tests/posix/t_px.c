@@ -89,6 +89,17 @@ void t_close_pair(const int p[2])
 	close(p[1]);
 }
 
+void t_still_waits(const struct aiocb *cb, const char *what)
+{
+	const struct aiocb *list[1] = { cb };
+	struct timespec brief = { 0, 50 * 1000 * 1000 };
+
+	errno = 0;
+	cr_assert_eq(aio_suspend(list, 1, &brief), -1, "%s", what);
+	cr_assert_eq(errno, EAGAIN, "%s: aio_suspend: %s", what, strerror(errno));
+	cr_assert_eq(aio_error(cb), EINPROGRESS, "%s: aio_error %d", what, aio_error(cb));
+}
+
 int t_wait(struct aiocb *cb)
 {
 	const struct aiocb *list[1] = { cb };

@@ -51,6 +51,16 @@ void t_read_start(struct aiocb *cb, int fd, void *buf, size_t len, off_t off);
 void t_write_start(struct aiocb *cb, int fd, void *buf, size_t len, off_t off);
 /* Wait until cb is no longer EINPROGRESS (within T_WAIT_SEC); its error. */
 int t_wait(struct aiocb *cb);
+/* Assert that cb is still in progress after a 50 ms aio_suspend: it
+ * returns -1 with EAGAIN and aio_error stays EINPROGRESS; what names the
+ * case in failure messages. */
+void t_still_waits(const struct aiocb *cb, const char *what);
+/* Wait for cb (t_wait), then assert it ended without error and that its
+ * aio_return is want; a macro, so that a failure names the test's line. */
+#define T_RETURNS(cb, want) do {					\
+	cr_assert_eq(t_wait(cb), 0);					\
+	cr_assert_eq(aio_return(cb), (want));				\
+} while (0)
 /* cb reads from a pipe or socket whose other end is wfd: assert it is still
  * in progress, write data there, and assert it completes without error;
  * its aio_return. */

@@ -106,8 +106,7 @@ Test(cancel, waiting_terminal_read)
 		cr_assert_eq(r, AIO_NOTCANCELED);
 		cr_assert_eq(aio_error(&cb), EINPROGRESS);
 		cr_assert_eq(write(m, "line\n", 5), 5);
-		cr_assert_eq(t_wait(&cb), 0);
-		cr_assert_eq(aio_return(&cb), 5);
+		T_RETURNS(&cb, 5);
 	}
 	close(s);
 	close(m);
@@ -158,7 +157,6 @@ Test(cancel, held_fsync_is_canceled)
 	cr_assert_eq(aio_error(&sync), ECANCELED);
 	cr_assert_eq(aio_return(&sync), -1);
 	cr_assert_eq(write(p[1], "b", 1), 1);
-	cr_assert_eq(t_wait(&rd), 0);
-	cr_assert_eq(aio_return(&rd), 1);
+	T_RETURNS(&rd, 1);
 	t_close_pair(p);
 }

@@ -83,8 +83,7 @@ Test(errors, bad_reqprio_is_refused_at_submit)
 	/* The largest allowed is accepted. */
 	cb.aio_reqprio = AIO_PRIO_DELTA_MAX;
 	cr_assert_eq(aio_read(&cb), 0);
-	cr_assert_eq(t_wait(&cb), 0);
-	cr_assert_eq(aio_return(&cb), 16);
+	T_RETURNS(&cb, 16);
 	close(fd);
 }
 
@@ -108,8 +107,7 @@ Test(errors, fsync_op_and_fd_are_checked_at_submit)
 	t_cb(&cb, fd, NULL, 0, 0, 0);
 	cb.aio_reqprio = -5;
 	cr_assert_eq(aio_fsync(O_DSYNC, &cb), 0);
-	cr_assert_eq(t_wait(&cb), 0);
-	cr_assert_eq(aio_return(&cb), 0);
+	T_RETURNS(&cb, 0);
 	close(fd);
 }
 
@@ -123,8 +121,7 @@ Test(errors, fsync_on_a_read_only_fd)
 	rd = open(path, O_RDONLY);
 	t_cb(&cb, rd, NULL, 0, 0, 0);
 	cr_assert_eq(aio_fsync(O_SYNC, &cb), 0);
-	cr_assert_eq(t_wait(&cb), 0);
-	cr_assert_eq(aio_return(&cb), 0);
+	T_RETURNS(&cb, 0);
 	close(rd);
 	close(fd);
 }

@@ -149,8 +149,7 @@ Test(fork, fork_during_io)
 		cr_assert_eq(waitpid(pid, &st, 0), pid);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 		for (int i = 0; i < 8; i++) {
-			cr_assert_eq(t_wait(&cbs[i]), 0);
-			cr_assert_eq(aio_return(&cbs[i]), 4096);
+			T_RETURNS(&cbs[i], 4096);
 			t_check(bufs[i], 4096, (uint64_t)((round * 8 + i) * 4096 % (1 << 20)), 71);
 		}
 	}

@@ -37,8 +37,7 @@ static void fsync_after(int op)
 	}
 	t_cb(&sync, fd, NULL, 0, 0, 0);
 	cr_assert_eq(aio_fsync(op, &sync), 0);
-	cr_assert_eq(t_wait(&sync), 0);
-	cr_assert_eq(aio_return(&sync), 0);
+	T_RETURNS(&sync, 0);
 	for (int i = 0; i < N; i++)
 		cr_assert_neq(aio_error(&cbs[i]), EINPROGRESS,
 			      "request %d still in progress after the fsync completed", i);
@@ -114,10 +113,8 @@ Test(fsync, append_writes_keep_their_order)
 		/* The offset is ignored on an O_APPEND fd. */
 		t_write_start(&cbs[i], afd, recs[i], len, 0);
 	}
-	for (int i = 0; i < N; i++) {
-		cr_assert_eq(t_wait(&cbs[i]), 0);
-		cr_assert_eq(aio_return(&cbs[i]), (ssize_t)cbs[i].aio_nbytes);
-	}
+	for (int i = 0; i < N; i++)
+		T_RETURNS(&cbs[i], (ssize_t)cbs[i].aio_nbytes);
 	back = malloc(total);
 	cr_assert_not_null(back);
 	cr_assert_eq(pread(fd, back, total, 0), (ssize_t)total);
@@ -140,23 +137,17 @@ Test(fsync, fsync_waits_for_a_blocked_read)
 {
 	static char buf[16];
 	struct aiocb rd, sync;
-	const struct aiocb *list[1] = { &sync };
-	struct timespec brief = { 0, 50 * 1000 * 1000 };
 	int p[2];
 
 	cr_assert_eq(pipe(p), 0);
 	t_read_start(&rd, p[0], buf, sizeof(buf), 0);
 	t_cb(&sync, p[0], NULL, 0, 0, 0);
 	cr_assert_eq(aio_fsync(O_SYNC, &sync), 0);
-	errno = 0;
-	cr_assert_eq(aio_suspend(list, 1, &brief), -1, "the fsync completed before the read");
-	cr_assert_eq(errno, EAGAIN);
-	cr_assert_eq(aio_error(&sync), EINPROGRESS);
+	t_still_waits(&sync, "the fsync completed before the read");
 	cr_assert_eq(write(p[1], "x", 1), 1);
 	cr_assert_eq(t_wait(&sync), EINVAL);
 	cr_assert_eq(aio_return(&sync), -1);
-	cr_assert_eq(t_wait(&rd), 0);
-	cr_assert_eq(aio_return(&rd), 1);
+	T_RETURNS(&rd, 1);
 	t_close_pair(p);
 }
 
@@ -261,8 +252,7 @@ static void held_requests_stay_on_their_file(bool reuse)
 		cr_assert_eq(drained[sizeof(fill)], 'A');
 		cr_assert_eq(drained[sizeof(fill) + 1], 'B');
 		cr_assert_eq(t_wait(&first), 0);
-		cr_assert_eq(t_wait(&append), 0);
-		cr_assert_eq(aio_return(&append), 1);
+		T_RETURNS(&append, 1);
 		cr_assert_eq(t_wait(&sync), EINVAL, "the fsync was not the pipe's");
 		cr_assert_eq(stat(path, &st), 0);
 		cr_assert_eq(st.st_size, 0, "the held append went into the other file");

@@ -36,6 +36,22 @@ static void check_reads(unsigned seed)
 	}
 }
 
+/* lio_listio(mode) of list[0..n) must fail: -1, errno err. */
+static void listio_fails(int mode, int n, int err)
+{
+	errno = 0;
+	cr_assert_eq(lio_listio(mode, list, n, NULL), -1, "lio_listio(%d) of %d", mode, n);
+	cr_assert_eq(errno, err, "lio_listio(%d) of %d: errno %d, want %d", mode, n, errno, err);
+}
+
+/* Element i failed in its request: aio_error err, aio_return -1. */
+static void element_failed(int i, int err)
+{
+	cr_assert_eq(aio_error(&cbs[i]), err, "element %d: error %d, want %d", i,
+		     aio_error(&cbs[i]), err);
+	cr_assert_eq(aio_return(&cbs[i]), -1, "element %d", i);
+}
+
 Test(lio, wait_returns_with_everything_complete)
 {
 	int fd = t_file((N + 1) * 4096, 20);
@@ -84,9 +100,7 @@ Test(lio, bad_mode_is_einval)
 	int fd = t_file(4096, 23);
 
 	reads(fd);
-	errno = 0;
-	cr_assert_eq(lio_listio(7, list, 1, NULL), -1);
-	cr_assert_eq(errno, EINVAL);
+	listio_fails(7, 1, EINVAL);
 	close(fd);
 }
 
@@ -98,11 +112,8 @@ Test(lio, wait_with_a_failed_element_is_eio)
 
 	reads(fd);
 	cbs[2].aio_fildes = -1;
-	errno = 0;
-	cr_assert_eq(lio_listio(LIO_WAIT, list, N, NULL), -1);
-	cr_assert_eq(errno, EIO);
-	cr_assert_eq(aio_error(&cbs[2]), EBADF);
-	cr_assert_eq(aio_return(&cbs[2]), -1);
+	listio_fails(LIO_WAIT, N, EIO);
+	element_failed(2, EBADF);
 	for (int i = 0; i < N; i++)
 		if (i != 2)
 			cr_assert_eq(aio_return(&cbs[i]), 4096);
@@ -116,11 +127,8 @@ Test(lio, bad_opcode_is_the_elements_einval)
 
 	reads(fd);
 	cbs[1].aio_lio_opcode = 77;
-	errno = 0;
-	cr_assert_eq(lio_listio(LIO_WAIT, list, 4, NULL), -1);
-	cr_assert_eq(errno, EIO);
-	cr_assert_eq(aio_error(&cbs[1]), EINVAL);
-	cr_assert_eq(aio_return(&cbs[1]), -1);
+	listio_fails(LIO_WAIT, 4, EIO);
+	element_failed(1, EINVAL);
 	cr_assert_eq(aio_return(&cbs[0]), 4096);
 	cr_assert_eq(aio_return(&cbs[3]), 4096);
 	close(fd);
@@ -134,14 +142,10 @@ Test(lio, nowait_with_a_refused_element)
 
 	reads(fd);
 	cbs[0].aio_reqprio = -1;
-	errno = 0;
-	cr_assert_eq(lio_listio(LIO_NOWAIT, list, 4, NULL), -1);
-	cr_assert_eq(errno, EINVAL);
+	listio_fails(LIO_NOWAIT, 4, EINVAL);
 	cr_assert_eq(aio_error(&cbs[0]), EINVAL);
-	for (int i = 1; i < 4; i++) {
-		cr_assert_eq(t_wait(&cbs[i]), 0);
-		cr_assert_eq(aio_return(&cbs[i]), 4096);
-	}
+	for (int i = 1; i < 4; i++)
+		T_RETURNS(&cbs[i], 4096);
 	close(fd);
 }
 

@@ -75,6 +75,80 @@ void t_close_pair(const int p[2])
 	close(p[1]);
 }
 
+void t_batch_reads(struct t_batch *b, int n, int fd, long long stride)
+{
+	cr_assert_leq(n, T_BATCH_MAX);
+	for (int i = 0; i < n; i++) {
+		io_prep_pread(&b->cb[i], fd, b->buf[i], 4096, i * stride);
+		b->cb[i].data = (void *)(uintptr_t)(0x1000 + i);
+		b->list[i] = &b->cb[i];
+	}
+}
+
+void t_batch_check(const struct t_batch *b, int n, long long stride, unsigned seed)
+{
+	for (int i = 0; i < n; i++) {
+		const struct io_event *ev = &b->ev[i];
+		long k = (struct iocb *)ev->obj - b->cb;
+
+		cr_assert(k >= 0 && k < n, "event %d: obj %p is none of the %d reads", i,
+			  (void *)ev->obj, n);
+		cr_assert_eq((uintptr_t)ev->data, 0x1000 + (uintptr_t)k, "read %ld: data %p", k,
+			     ev->data);
+		cr_assert_eq(ev->res, 4096, "read %ld: res %ld", k, (long)ev->res);
+		cr_assert_eq(ev->res2, 0, "read %ld: res2 %ld", k, (long)ev->res2);
+		t_check(b->buf[k], 4096, (uint64_t)(k * stride), seed);
+	}
+}
+
+/* Deliveries of the signals t_count_signal installed: atomic, as it is
+ * bumped in a handler. */
+static atomic_int signals_handled;
+
+static void count_signal(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&signals_handled, 1);
+}
+
+void t_count_signal(int sig, int sa_flags)
+{
+	struct sigaction sa = { .sa_handler = count_signal, .sa_flags = sa_flags };
+
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(sig, &sa, NULL), 0);
+}
+
+int t_signals_handled(void)
+{
+	return atomic_load(&signals_handled);
+}
+
+static void *poker_main(void *arg)
+{
+	struct t_poker *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		pthread_kill(p->target, p->sig);
+		usleep(20000);
+	}
+	return NULL;
+}
+
+void t_poker_start(struct t_poker *p, int sig)
+{
+	p->target = pthread_self();
+	p->sig = sig;
+	atomic_init(&p->stop, 0);
+	cr_assert_eq(pthread_create(&p->th, NULL, poker_main, p), 0);
+}
+
+void t_poker_stop(struct t_poker *p)
+{
+	atomic_store(&p->stop, 1);
+	pthread_join(p->th, NULL);
+}
+
 #ifndef SYS_cachestat
 #define SYS_cachestat 451
 #endif

@@ -26,7 +26,9 @@
 #endif
 #include <errno.h>
 #include <libaio.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +69,12 @@ struct t_aio_ring {
 	close(fd);							\
 } while (0)
 
+/* The same for a test on ctx and a pipe or socket pair p: both ends closed. */
+#define T_DONE_PAIR(ctx, p) do {					\
+	T_EXPECT(io_destroy(ctx), 0);					\
+	t_close_pair(p);						\
+} while (0)
+
 /*
  * The fixture of a file whose tests share one context and one file: static
  * ctx (32 events) and fd (size bytes of seed's pattern), made by setup()
@@ -98,6 +106,36 @@ void t_setup(void);
 void t_teardown(void);
 /* Close both ends of a pipe or socket pair. */
 void t_close_pair(const int p[2]);
+/* A batch of up to T_BATCH_MAX 4 KiB reads: buffers, iocbs, the list to
+ * submit and room for their events. */
+#define T_BATCH_MAX 16
+struct t_batch {
+	char buf[T_BATCH_MAX][4096];
+	struct iocb cb[T_BATCH_MAX], *list[T_BATCH_MAX];
+	struct io_event ev[T_BATCH_MAX];
+};
+/* Prepare b's first n reads of fd: read i at i * stride into b->buf[i],
+ * its data 0x1000 + i, so that an event names its read. */
+void t_batch_reads(struct t_batch *b, int n, int fd, long long stride);
+/* Assert that b->ev[0..n) are events of b's first n reads (t_batch_reads
+ * with stride, on a file of seed's pattern): data carried, all 4 KiB read,
+ * res2 0, the file's bytes in the buffer. */
+void t_batch_check(const struct t_batch *b, int n, long long stride, unsigned seed);
+
+/* Install a handler on sig (with sa_flags) that counts its deliveries;
+ * t_signals_handled() is the count, for the whole process. */
+void t_count_signal(int sig, int sa_flags);
+int t_signals_handled(void);
+/* A thread that sends sig to the thread that started it every 20 ms until
+ * t_poker_stop: whenever one lands, it lands while that thread waits or
+ * just before. */
+struct t_poker {
+	pthread_t th, target;	/* set before the thread starts, then read-only */
+	int sig;		/* the same */
+	atomic_int stop;	/* set by t_poker_stop, polled by the thread */
+};
+void t_poker_start(struct t_poker *p, int sig);
+void t_poker_stop(struct t_poker *p);
 /* Pages of [off, off+len) in the page cache (cachestat, or mincore). */
 uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len);
 

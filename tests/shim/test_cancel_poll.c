@@ -18,6 +18,13 @@
 
 TestSuite(cancel_poll, .init = t_setup, .fini = t_teardown);
 
+/* Submit cb, a poll of fd for events, alone. */
+static void submit_poll(io_context_t ctx, struct iocb *cb, int fd, short events)
+{
+	io_prep_poll(cb, fd, events);
+	T_EXPECT(t_submit1(ctx, cb), 1);
+}
+
 Test(cancel_poll, poll_pipe_readiness)
 {
 	io_context_t ctx = t_ctx(8);
@@ -42,8 +49,7 @@ Test(cancel_poll, poll_pipe_readiness)
 	io_prep_poll(&cb, p[1], POLLOUT | POLLIN);
 	cr_assert_eq(t_do(ctx, &cb), POLLOUT);
 	/* A hang-up is reported even when not asked for. */
-	io_prep_poll(&cb, p[0], POLLPRI);
-	T_EXPECT(t_submit1(ctx, &cb), 1);
+	submit_poll(ctx, &cb, p[0], POLLPRI);
 	close(p[1]);
 	t_reap(ctx, 1, &ev);
 	cr_assert(ev.res & POLLHUP, "res %#lx", (long)ev.res);
@@ -70,13 +76,11 @@ Test(cancel_poll, poll_socket)
 	struct io_event ev;
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	io_prep_poll(&cb, sv[0], POLLIN);
-	T_EXPECT(t_submit1(ctx, &cb), 1);
+	submit_poll(ctx, &cb, sv[0], POLLIN);
 	cr_assert_eq(send(sv[1], "hi", 2, 0), 2);
 	t_reap(ctx, 1, &ev);
 	cr_assert(ev.res & POLLIN, "res %#lx", (long)ev.res);
-	T_EXPECT(io_destroy(ctx), 0);
-	t_close_pair(sv);
+	T_DONE_PAIR(ctx, sv);
 }
 
 /* A waiting poll is cancelled: -EINPROGRESS, then its event, with the
@@ -90,8 +94,7 @@ Test(cancel_poll, cancel_pending_poll)
 	struct timespec zero = { 0, 0 };
 
 	cr_assert_eq(pipe(p), 0);
-	io_prep_poll(&cb, p[0], POLLIN);
-	T_EXPECT(t_submit1(ctx, &cb), 1);
+	submit_poll(ctx, &cb, p[0], POLLIN);
 	T_EXPECT(io_cancel(ctx, &cb, &unused), -EINPROGRESS);
 	t_reap(ctx, 1, &ev);
 	cr_assert_eq((void *)ev.obj, (void *)&cb);
@@ -100,8 +103,7 @@ Test(cancel_poll, cancel_pending_poll)
 	/* Once done, it is not in flight any more. */
 	T_EXPECT(io_cancel(ctx, &cb, &unused), -EINVAL);
 	T_EXPECT(io_getevents(ctx, 0, 1, &ev, &zero), 0);
-	T_EXPECT(io_destroy(ctx), 0);
-	t_close_pair(p);
+	T_DONE_PAIR(ctx, p);
 }
 
 /* io_destroy cancels a poll that would never complete, and returns. */
@@ -112,10 +114,8 @@ Test(cancel_poll, destroy_with_pending_poll)
 	struct iocb cb;
 
 	cr_assert_eq(pipe(p), 0);
-	io_prep_poll(&cb, p[0], POLLIN);
-	T_EXPECT(t_submit1(ctx, &cb), 1);
-	T_EXPECT(io_destroy(ctx), 0);
-	t_close_pair(p);
+	submit_poll(ctx, &cb, p[0], POLLIN);
+	T_DONE_PAIR(ctx, p);
 }
 
 Test(cancel_poll, cancel_rules)

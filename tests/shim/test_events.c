@@ -20,26 +20,12 @@ Test(events, data_obj_res)
 {
 	io_context_t ctx = t_ctx(16);
 	int fd = t_file(1 << 20, 7);
-	static char buf[8][4096];
-	struct iocb cb[8], *list[8];
-	struct io_event ev[8];
+	static struct t_batch b;
 
-	for (int i = 0; i < 8; i++) {
-		io_prep_pread(&cb[i], fd, buf[i], 4096, (long long)i * 65536);
-		cb[i].data = (void *)(uintptr_t)(0x1000 + i);
-		list[i] = &cb[i];
-	}
-	T_EXPECT(io_submit(ctx, 8, list), 8);
-	t_reap(ctx, 8, ev);
-	for (int i = 0; i < 8; i++) {
-		long k = (struct iocb *)ev[i].obj - cb;
-
-		cr_assert(k >= 0 && k < 8);
-		cr_assert_eq((uintptr_t)ev[i].data, 0x1000 + (uintptr_t)k);
-		cr_assert_eq(ev[i].res, 4096);
-		cr_assert_eq(ev[i].res2, 0);
-		t_check(buf[k], 4096, (uint64_t)k * 65536, 7);
-	}
+	t_batch_reads(&b, 8, fd, 65536);
+	T_EXPECT(io_submit(ctx, 8, b.list), 8);
+	t_reap(ctx, 8, b.ev);
+	t_batch_check(&b, 8, 65536, 7);
 	T_DONE(ctx, fd);
 }
 

@@ -4,7 +4,6 @@
  */
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <unistd.h>
 
 #include "t_aio.h"
@@ -32,63 +31,31 @@ Test(getevents, min_nr_and_nr)
 {
 	io_context_t ctx = t_ctx(16);
 	int fd = t_file(65536, 20);
-	static char buf[6][4096];
-	struct iocb cb[6], *list[6];
-	struct io_event ev[6];
+	static struct t_batch b;
 	struct timespec zero = { 0, 0 }, wait = { T_WAIT_SEC, 0 };
 
-	for (int i = 0; i < 6; i++) {
-		io_prep_pread(&cb[i], fd, buf[i], 4096, i * 4096);
-		list[i] = &cb[i];
-	}
-	T_EXPECT(io_submit(ctx, 6, list), 6);
+	t_batch_reads(&b, 6, fd, 4096);
+	T_EXPECT(io_submit(ctx, 6, b.list), 6);
 	/* nr bounds what one call takes; the rest stays for the next. */
-	T_EXPECT(io_getevents(ctx, 2, 2, ev, &wait), 2);
-	T_EXPECT(io_getevents(ctx, 4, 6, ev + 2, &wait), 4);
-	T_EXPECT(io_getevents(ctx, 0, 6, ev, &zero), 0);
+	T_EXPECT(io_getevents(ctx, 2, 2, b.ev, &wait), 2);
+	T_EXPECT(io_getevents(ctx, 4, 6, b.ev + 2, &wait), 4);
+	T_EXPECT(io_getevents(ctx, 0, 6, b.ev, &zero), 0);
 	T_DONE(ctx, fd);
-}
-
-static atomic_int handled;
-static pthread_t target;
-static atomic_int stop;
-
-static void on_sig(int sig)
-{
-	(void)sig;
-	atomic_fetch_add(&handled, 1);
-}
-
-/* Keep poking the waiting thread until it comes back: whenever the signal
- * lands, it lands while the thread waits or just before. */
-static void *poker(void *arg)
-{
-	(void)arg;
-	while (!atomic_load(&stop)) {
-		pthread_kill(target, SIGUSR1);
-		usleep(20000);
-	}
-	return NULL;
 }
 
 static void eintr_case(int sa_flags)
 {
 	io_context_t ctx = t_ctx(8);
-	struct sigaction sa = { .sa_handler = on_sig, .sa_flags = sa_flags };
 	struct io_event ev;
 	struct timespec ts = { T_WAIT_SEC, 0 };
-	pthread_t th;
+	struct t_poker pk;
 
-	sigemptyset(&sa.sa_mask);
-	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-	target = pthread_self();
-	atomic_store(&stop, 0);
-	cr_assert_eq(pthread_create(&th, NULL, poker, NULL), 0);
+	t_count_signal(SIGUSR1, sa_flags);
+	t_poker_start(&pk, SIGUSR1);
 	/* Nothing will complete: only the signal ends the wait. */
 	T_EXPECT(io_getevents(ctx, 1, 1, &ev, &ts), -EINTR);
-	atomic_store(&stop, 1);
-	pthread_join(th, NULL);
-	cr_assert_geq(atomic_load(&handled), 1);
+	t_poker_stop(&pk);
+	cr_assert_geq(t_signals_handled(), 1);
 	T_EXPECT(io_destroy(ctx), 0);
 }
 
@@ -107,23 +74,21 @@ Test(getevents, eintr_with_sa_restart)
 Test(getevents, pgetevents_mask)
 {
 	io_context_t ctx = t_ctx(8);
-	struct sigaction sa = { .sa_handler = on_sig };
 	sigset_t block, during, now;
 	struct io_event ev;
 	struct timespec ts = { T_WAIT_SEC, 0 };
 
-	sigemptyset(&sa.sa_mask);
-	cr_assert_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	t_count_signal(SIGUSR2, 0);
 	sigemptyset(&block);
 	sigaddset(&block, SIGUSR2);
 	cr_assert_eq(pthread_sigmask(SIG_BLOCK, &block, NULL), 0);
 	/* Pending, blocked: delivered as soon as the wait unblocks it. */
 	cr_assert_eq(pthread_kill(pthread_self(), SIGUSR2), 0);
-	cr_assert_eq(atomic_load(&handled), 0);
+	cr_assert_eq(t_signals_handled(), 0);
 	pthread_sigmask(SIG_SETMASK, NULL, &during);
 	sigdelset(&during, SIGUSR2);
 	T_EXPECT(io_pgetevents(ctx, 1, 1, &ev, &ts, &during), -EINTR);
-	cr_assert_eq(atomic_load(&handled), 1);
+	cr_assert_eq(t_signals_handled(), 1);
 	pthread_sigmask(SIG_SETMASK, NULL, &now);
 	cr_assert(sigismember(&now, SIGUSR2), "the caller's mask is back after the wait");
 	T_EXPECT(io_destroy(ctx), 0);

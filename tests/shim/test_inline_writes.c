@@ -45,6 +45,38 @@ static long done_at_submit(struct iocb *cb)
 	return (long)ev.res;
 }
 
+/* Fill w[0..len) with c and write it to fd at off (done_at_submit): the
+ * write's result. */
+static long fill_and_write(int fd, char *w, size_t len, char c, long long off)
+{
+	struct iocb cb;
+
+	memset(w, c, len);
+	io_prep_pwrite(&cb, fd, w, len, off);
+	return done_at_submit(&cb);
+}
+
+/* A t_file of size bytes of seed's pattern, and in *again a second open
+ * of it with flags (a file description of its own). */
+static int file_opened_twice(size_t size, unsigned seed, int flags, int *again)
+{
+	char path[4096];
+	int fd = t_file_path(size, seed, path, sizeof(path));
+
+	*again = open(path, flags | O_CLOEXEC);
+	cr_assert_geq(*again, 0, "open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* The size of the file behind fd (fstat). */
+static off_t file_size(int fd)
+{
+	struct stat st;
+
+	cr_assert_eq(fstat(fd, &st), 0);
+	return st.st_size;
+}
+
 /* Assert that the file holds w[0..len) at off, read back with pread. */
 static void file_holds(int fd, off_t off, const void *w, size_t len)
 {
@@ -62,12 +94,9 @@ Test(inline_writes, sub_page_into_cold_page)
 {
 	int fd = t_file(1 << 20, 4);
 	char w[100], back[100];
-	struct iocb cb;
 
 	t_cold(fd);
-	memset(w, 'c', sizeof(w));
-	io_prep_pwrite(&cb, fd, w, sizeof(w), 300000 + 17);
-	cr_assert_eq(done_at_submit(&cb), 100);
+	cr_assert_eq(fill_and_write(fd, w, sizeof(w), 'c', 300000 + 17), 100);
 	file_holds(fd, 300000 + 17, w, sizeof(w));
 	/* Its neighbours were read in, not lost. */
 	cr_assert_eq(pread(fd, back, 17, 300000), 17);
@@ -77,19 +106,11 @@ Test(inline_writes, sub_page_into_cold_page)
 
 Test(inline_writes, append)
 {
-	char path[4096];
-	int fd = t_file_path(5000, 6, path, sizeof(path)), afd;
+	int afd, fd = file_opened_twice(5000, 6, O_WRONLY | O_APPEND, &afd);
 	char w[300];
-	struct iocb cb;
-	struct stat st;
 
-	afd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	cr_assert_geq(afd, 0);
-	memset(w, 'a', sizeof(w));
-	io_prep_pwrite(&cb, afd, w, sizeof(w), 0);
-	cr_assert_eq(done_at_submit(&cb), 300);
-	cr_assert_eq(fstat(fd, &st), 0);
-	cr_assert_eq(st.st_size, 5300);
+	cr_assert_eq(fill_and_write(afd, w, sizeof(w), 'a', 0), 300);
+	cr_assert_eq(file_size(fd), 5300);
 	file_holds(fd, 5000, w, sizeof(w));
 	close(afd);
 	close(fd);
@@ -119,38 +140,27 @@ Test(inline_writes, cut_short_by_rlimit_fsize)
 	int fd = t_file(0, 9);
 	struct rlimit old, lim;
 	char w[8192];
-	struct iocb cb;
-	struct stat st;
 
 	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
 	signal(SIGXFSZ, SIG_IGN);
 	lim = (struct rlimit){ 20000, old.rlim_max };
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
-	memset(w, 'r', sizeof(w));
-	io_prep_pwrite(&cb, fd, w, sizeof(w), 20000 - 1000);
-	cr_assert_eq(done_at_submit(&cb), 1000);
-	io_prep_pwrite(&cb, fd, w, sizeof(w), 20000);
-	cr_assert_eq(done_at_submit(&cb), -EFBIG);
+	cr_assert_eq(fill_and_write(fd, w, sizeof(w), 'r', 20000 - 1000), 1000);
+	cr_assert_eq(fill_and_write(fd, w, sizeof(w), 'r', 20000), -EFBIG);
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
 	signal(SIGXFSZ, SIG_DFL);
-	cr_assert_eq(fstat(fd, &st), 0);
-	cr_assert_eq(st.st_size, 20000);
+	cr_assert_eq(file_size(fd), 20000);
 	close(fd);
 }
 
 Test(inline_writes, dsync)
 {
-	char path[4096];
-	int fd = t_file_path(8192, 10, path, sizeof(path)), sfd;
+	int sfd, fd = file_opened_twice(8192, 10, O_WRONLY | O_DSYNC, &sfd);
 	char w[4096];
 	struct iovec iov = { w, sizeof(w) };
 	struct iocb cb;
 
-	sfd = open(path, O_WRONLY | O_DSYNC | O_CLOEXEC);
-	cr_assert_geq(sfd, 0);
-	memset(w, 'd', sizeof(w));
-	io_prep_pwrite(&cb, sfd, w, sizeof(w), 4096);
-	cr_assert_eq(done_at_submit(&cb), 4096);
+	cr_assert_eq(fill_and_write(sfd, w, sizeof(w), 'd', 4096), 4096);
 	/* RWF_DSYNC on a plain fd too. */
 	io_prep_pwritev2(&cb, fd, &iov, 1, 0, 0x02);
 	cr_assert_eq(done_at_submit(&cb), 4096);

@@ -34,32 +34,17 @@ Test(ring, events_readable_from_the_ring)
 	io_context_t ctx = t_ctx(8);
 	struct t_aio_ring *r = (void *)ctx;
 	int fd = t_file(65536, 50);
-	static char buf[4][4096];
-	struct iocb cb[4], *list[4];
-	struct io_event ev[4];
+	static struct t_batch b;
 	struct timespec zero = { 0, 0 };
-	long got = 0;
 
-	for (int i = 0; i < 4; i++) {
-		io_prep_pread(&cb[i], fd, buf[i], 4096, i * 8192);
-		cb[i].data = (void *)(uintptr_t)(i + 1);
-		list[i] = &cb[i];
-	}
-	T_EXPECT(io_submit(ctx, 4, list), 4);
+	t_batch_reads(&b, 4, fd, 8192);
+	T_EXPECT(io_submit(ctx, 4, b.list), 4);
 	/* Cached reads: done when io_submit returned, so in the ring now. */
 	cr_assert_eq(r->magic, T_RING_MAGIC);
-	got = user_reap(ctx, 4, ev);
-	cr_assert_eq(got, 4);
-	for (int i = 0; i < 4; i++) {
-		long k = (struct iocb *)ev[i].obj - cb;
-
-		cr_assert(k >= 0 && k < 4);
-		cr_assert_eq((uintptr_t)ev[i].data, (uintptr_t)k + 1);
-		cr_assert_eq(ev[i].res, 4096);
-		t_check(buf[k], 4096, (uint64_t)k * 8192, 50);
-	}
+	cr_assert_eq(user_reap(ctx, 4, b.ev), 4);
+	t_batch_check(&b, 4, 8192, 50);
 	/* What the program reaped is gone for io_getevents. */
-	T_EXPECT(io_getevents(ctx, 0, 4, ev, &zero), 0);
+	T_EXPECT(io_getevents(ctx, 0, 4, b.ev, &zero), 0);
 	cr_assert_eq(r->head, r->tail);
 	T_DONE(ctx, fd);
 }
@@ -114,28 +99,18 @@ Test(ring, cold_completions_arrive_in_the_ring)
 {
 	io_context_t ctx = t_ctx(32);
 	int fd = t_file(4 << 20, 52);
-	static char buf[16][4096];
-	struct iocb cb[16], *list[16];
-	struct io_event ev[16];
+	static struct t_batch b;
 	long got = 0;
 
 	t_cold(fd);
-	for (int i = 0; i < 16; i++) {
-		io_prep_pread(&cb[i], fd, buf[i], 4096, (long long)i * 256 * 1024);
-		list[i] = &cb[i];
-	}
-	T_EXPECT(io_submit(ctx, 16, list), 16);
+	t_batch_reads(&b, 16, fd, 256 * 1024);
+	T_EXPECT(io_submit(ctx, 16, b.list), 16);
 	for (int spins = 0; got < 16; spins++) {
-		got += user_reap(ctx, 16 - got, ev + got);
+		got += user_reap(ctx, 16 - got, b.ev + got);
 		cr_assert_lt(spins, T_WAIT_SEC * 1000, "only %ld of 16 events", got);
 		if (got < 16)
 			usleep(1000);
 	}
-	for (int i = 0; i < 16; i++) {
-		long k = (struct iocb *)ev[i].obj - cb;
-
-		cr_assert_eq(ev[i].res, 4096);
-		t_check(buf[k], 4096, (uint64_t)k * 256 * 1024, 52);
-	}
+	t_batch_check(&b, 16, 256 * 1024, 52);
 	T_DONE(ctx, fd);
 }

@@ -13,7 +13,6 @@
 #include "t_aio.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -129,27 +128,6 @@ Test(syscall, pgetevents_sigset_rules)
 	T_EXPECT(t_sys_destroy(ctx), 0);
 }
 
-static atomic_int handled;
-static atomic_int stop;
-static pthread_t target;
-
-static void on_sig(int sig)
-{
-	(void)sig;
-	atomic_fetch_add(&handled, 1);
-}
-
-static void *poker(void *arg)
-{
-	int sig = *(int *)arg;
-
-	while (!atomic_load(&stop)) {
-		pthread_kill(target, sig);
-		usleep(20000);
-	}
-	return NULL;
-}
-
 static int64_t now_ns(void)
 {
 	struct timespec t;
@@ -164,30 +142,25 @@ static int64_t now_ns(void)
 Test(syscall, pgetevents_mask_blocks_a_signal)
 {
 	io_context_t ctx = t_ctx(8);
-	struct sigaction sa = { .sa_handler = on_sig };
 	sigset_t during;
 	struct aio_sigset ss = { &during, _NSIG / 8 };
 	struct io_event ev;
 	struct timespec ts = { 0, 300000000 };
-	int sig = SIGUSR1;
 	int64_t t0;
-	pthread_t th;
+	struct t_poker pk;
 
-	sigemptyset(&sa.sa_mask);
-	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	t_count_signal(SIGUSR1, 0);
 	sigemptyset(&during);
 	sigaddset(&during, SIGUSR1);
-	target = pthread_self();
-	cr_assert_eq(pthread_create(&th, NULL, poker, &sig), 0);
+	t_poker_start(&pk, SIGUSR1);
 	/* Wait until the poker's signals arrive, so that later ones land in
 	 * the wait as well as around it. */
-	while (!atomic_load(&handled))
+	while (!t_signals_handled())
 		usleep(1000);
 	t0 = now_ns();
 	T_EXPECT(pget_raw(ctx, 1, 1, &ev, &ts, &ss), 0);
 	cr_assert_geq(now_ns() - t0, 300000000, "the wait ended before its timeout");
-	atomic_store(&stop, 1);
-	pthread_join(th, NULL);
+	t_poker_stop(&pk);
 	T_EXPECT(t_sys_destroy(ctx), 0);
 }
 
@@ -197,16 +170,13 @@ Test(syscall, pgetevents_mask_blocks_a_signal)
 Test(syscall, pgetevents_mask_lets_a_signal_in)
 {
 	io_context_t ctx = t_ctx(8);
-	struct sigaction sa = { .sa_handler = on_sig };
 	sigset_t block, during, now;
 	struct aio_sigset ss = { &during, _NSIG / 8 };
 	struct io_event ev;
 	struct timespec ts = { T_WAIT_SEC, 0 };
-	int sig = SIGUSR2;
-	pthread_t th;
+	struct t_poker pk;
 
-	sigemptyset(&sa.sa_mask);
-	cr_assert_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	t_count_signal(SIGUSR2, 0);
 	sigemptyset(&block);
 	sigaddset(&block, SIGUSR2);
 	cr_assert_eq(pthread_sigmask(SIG_BLOCK, &block, NULL), 0);
@@ -215,14 +185,12 @@ Test(syscall, pgetevents_mask_lets_a_signal_in)
 
 	cr_assert_eq(pthread_kill(pthread_self(), SIGUSR2), 0);
 	T_EXPECT(pget_raw(ctx, 1, 1, &ev, &ts, &ss), -EINTR);
-	cr_assert_eq(atomic_load(&handled), 1);
+	cr_assert_eq(t_signals_handled(), 1);
 
-	target = pthread_self();
-	cr_assert_eq(pthread_create(&th, NULL, poker, &sig), 0);
+	t_poker_start(&pk, SIGUSR2);
 	T_EXPECT(pget_raw(ctx, 1, 1, &ev, &ts, &ss), -EINTR);
-	atomic_store(&stop, 1);
-	pthread_join(th, NULL);
-	cr_assert_geq(atomic_load(&handled), 2);
+	t_poker_stop(&pk);
+	cr_assert_geq(t_signals_handled(), 2);
 	pthread_sigmask(SIG_SETMASK, NULL, &now);
 	cr_assert(sigismember(&now, SIGUSR2), "the caller's mask is back after the wait");
 	T_EXPECT(t_sys_destroy(ctx), 0);

@@ -59,6 +59,14 @@ bool events_lost(int64_t last, unsigned long missing, const char *what)
 	return true;
 }
 
+bool reaper_stops(bool submitted, unsigned long expected, unsigned long reaped,
+		  int64_t last, const char *what)
+{
+	if (submitted && reaped == expected)
+		return true;
+	return events_lost(last, expected - reaped, what);
+}
+
 /* ------------------------------------------------------------------ */
 /* Time, randomness, the pattern.                                      */
 

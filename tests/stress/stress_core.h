@@ -102,6 +102,11 @@ bool has_failed(void);
  * event (now_ns() at last); then it FAILs, what naming the reaper and
  * missing the requests still without an event. */
 bool events_lost(int64_t last, unsigned long missing, const char *what);
+/* Whether a reaper stops: all is submitted (submitted, read before the
+ * counts: expected is final then) and reaped has reached expected, or
+ * events_lost() fired. */
+bool reaper_stops(bool submitted, unsigned long expected, unsigned long reaped,
+		  int64_t last, const char *what);
 
 /* Set once by main before any scenario runs; read-only after. */
 extern double scale;            /* FSAIO_STRESS_SCALE */

@@ -473,10 +473,10 @@ static void *mixed_reaper(void *arg)
 
 		if (mixed_reap(m, min_nr, (unsigned)rnd_in(&r->rng, 1, 20)) > 0)
 			last = now_ns();
-		if (atomic_load(&m->submit_done) && atomic_load(&m->reaped) == atomic_load(&m->accepted))
-			break;
-		if (events_lost(last, atomic_load(&m->accepted) - atomic_load(&m->reaped),
-				"reaper"))
+		bool submitted = atomic_load(&m->submit_done);
+
+		if (reaper_stops(submitted, atomic_load(&m->accepted), atomic_load(&m->reaped),
+				 last, "reaper"))
 			break;
 	}
 	return NULL;

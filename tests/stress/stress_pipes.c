@@ -92,11 +92,10 @@ static void *pipes_reaper(void *arg)
 			atomic_store_explicit(&q->done, 1, memory_order_release);
 			atomic_fetch_add(&pp->reaped, 1);
 		}
-		if (atomic_load(&pp->submit_done) && atomic_load(&pp->writers_done) &&
-		    atomic_load(&pp->reaped) == atomic_load(&pp->expected))
-			break;
-		if (events_lost(last, atomic_load(&pp->expected) - atomic_load(&pp->reaped),
-				"pipes reaper"))
+		bool submitted = atomic_load(&pp->submit_done) && atomic_load(&pp->writers_done);
+
+		if (reaper_stops(submitted, atomic_load(&pp->expected), atomic_load(&pp->reaped),
+				 last, "pipes reaper"))
 			break;
 	}
 	return NULL;
