@@ -220,15 +220,15 @@ int fsaio__submit_lazy(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 }
 
 /*
- * The drop-in's way in for one request (dropin.h): submitted as by
- * fsaio__submit_lazy, its inline attempt and all, except that what it
+ * The drop-ins' way in for one request of a batch (dropin.h): submitted as
+ * by fsaio__submit_lazy, its inline attempt and all, except that what it
  * sends to the ring waits for fsaio__submit_end, so that one io_submit's
- * misses reach the ring in one io_uring_enter. 1 once accepted; 0 when
- * refused, which the caller's batch then answers.
+ * or lio_listio's misses reach the ring in one io_uring_enter. 1 once
+ * accepted, or -errno.
  */
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r)
 {
-	return submit_body(ctx, &r, 1, FSAIO__CS_LAZY, false) == 1;
+	return submit_body(ctx, &r, 1, FSAIO__CS_LAZY, false);
 }
 
 void fsaio__submit_end(fsaio_ctx_t *ctx)

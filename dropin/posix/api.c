@@ -278,10 +278,11 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 	g->sev.sigev_notify = SIGEV_NONE;
 	if (mode == LIO_NOWAIT && sig)
 		g->sev = *sig;
-	if (g->sev.sigev_notify == SIGEV_SIGNAL)
+	if (px__sev_signals(&g->sev))
 		g->pid = getpid();
 
 	cs = fsaio__nocancel_begin();
+	px__batch_begin();
 	for (int i = 0; i < nent; i++) {
 		struct aiocb *cb = list[i];
 		int kind, r;
@@ -294,6 +295,7 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 		if (r)
 			err = -r;
 	}
+	px__batch_end();
 	fsaio__nocancel_end(cs);
 	/* The submitter's own share: the list may be complete already. */
 	last = atomic_fetch_sub_explicit(&g->pending, 1, memory_order_acq_rel) == 1;

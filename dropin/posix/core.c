@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "dropin.h"
 #include "engine.h"
 #include "list.h"
 #include "nocancel.h"
@@ -68,6 +69,12 @@ static bool disp_running;                       /* disp_lock */
 /* In px__complete for PX_PLAIN's ring: the engine itself kicks a thread
  * waiting in that ring out of its wait after the callback (px__wake). */
 static __thread bool in_ring_callback;
+
+/* Inside px__batch_begin/end (one lio_listio): the submitter's requests go
+ * to the engine with fsaio__submit_one, and batch_used[kind] says which
+ * contexts then owe an fsaio__submit_end. */
+static __thread bool batching;
+static __thread bool batch_used[PX_NCTX];
 
 static int submit_engine(struct px_req *r, bool submitter);
 static void finish(struct px_req *r, int64_t res);
@@ -137,7 +144,7 @@ struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool no
 	else
 		r->sev.sigev_notify = SIGEV_NONE;
 	/* getpid is a system call: only a signal needs it. */
-	if (r->sev.sigev_notify == SIGEV_SIGNAL)
+	if (px__sev_signals(&r->sev))
 		r->pid = getpid();
 	r->bound_fd = -1;
 	atomic_init(&r->refs, 1);
@@ -371,7 +378,14 @@ static int submit_engine(struct px_req *r, bool submitter)
 	 * cancel must not race its submit. */
 	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
 	px__hold_begin();
-	n = ctx ? fsaio_submit(ctx, &one, 1) : -EAGAIN;
+	if (!ctx) {
+		n = -EAGAIN;
+	} else if (batching && submitter) {
+		batch_used[px__ctx_kind(r)] = true;
+		n = fsaio__submit_one(ctx, one);
+	} else {
+		n = fsaio_submit(ctx, &one, 1);
+	}
 	px__hold_end();
 	if (n == 1) {
 		struct bucket *b = bucket_of(r->fd);
@@ -390,6 +404,23 @@ static int submit_engine(struct px_req *r, bool submitter)
 	}
 	finish(r, n == -ENOMEM ? -EAGAIN : n);
 	return 0;
+}
+
+void px__batch_begin(void)
+{
+	batching = true;
+}
+
+/* What the batch's requests left in the engines' rings goes in now: one
+ * io_uring_enter per context for the whole list. */
+void px__batch_end(void)
+{
+	batching = false;
+	for (int k = 0; k < PX_NCTX; k++) {
+		if (batch_used[k])
+			fsaio__submit_end(px__engine_now(k));
+		batch_used[k] = false;
+	}
 }
 
 int px__submit(struct px_req *r)

@@ -13,6 +13,10 @@ struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool no
 /* Accept r: link it on its fd and hand it to the engine (or hold it).
  * 0, or -EAGAIN when it could not be taken (status set in the aiocb). */
 int px__submit(struct px_req *r);
+/* Around the submits of one list (lio_listio): what its requests send to
+ * the io_uring ring goes in at px__batch_end, in one system call. */
+void px__batch_begin(void);
+void px__batch_end(void);
 /* The engine contexts' completion callback. */
 void px__complete(void *arg, const struct fsaio_event *ev);
 void px__group_put(struct px_group *g);

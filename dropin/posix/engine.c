@@ -2,11 +2,11 @@
 /*
  * DESIGN: the POSIX AIO drop-in's engine contexts. Two, made on first use:
  * PX_SIGNALLED carries the requests notified by a signal (their own or
- * their list's) with worker threads only; PX_PLAIN the others with the
- * engine's choice (io_uring where it serves). io_uring runs a request's
- * completion work in the submitting thread, which wakes a sigwaitinfo(2)
- * sleeping there with EINTR: that is where POSIX AIO programs wait for
- * their signals. Every context completes through the callback given at
+ * their list's; px__sev_signals) with worker threads only; PX_PLAIN the
+ * others with the engine's choice (io_uring where it serves). io_uring
+ * runs a request's completion work in the submitting thread, which wakes
+ * a sigwaitinfo(2) sleeping there with EINTR: that is where POSIX AIO
+ * programs wait for their signals. Every context completes through the callback given at
  * init (px__engine_init): this file knows nothing of requests.
  *
  * Locks: ctx_lock guards creation and is held across the fork; start.c
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "notify.h"
 
 #define PX_DEPTH (1u << 20)     /* the engine's limit: requests in flight */
 
@@ -99,8 +100,7 @@ void px__set_workers(unsigned n)
 /* The context for r: FSAIO_BACKEND, when set, applies to both. */
 int px__ctx_kind(const struct px_req *r)
 {
-	if (r->sev.sigev_notify == SIGEV_SIGNAL ||
-	    (r->group && r->group->sev.sigev_notify == SIGEV_SIGNAL))
+	if (px__sev_signals(&r->sev) || (r->group && px__sev_signals(&r->group->sev)))
 		return PX_SIGNALLED;
 	return PX_PLAIN;
 }

@@ -78,7 +78,7 @@ void px__notify(const struct sigevent *sev, pid_t pid)
 		return;
 	}
 
-	if (sev->sigev_notify == SIGEV_SIGNAL) {
+	if (px__sev_signals(sev)) {
 		siginfo_t si;
 
 		memset(&si, 0, sizeof(si));

@@ -8,7 +8,7 @@
  * in the program's aiocb: __error_code (EINPROGRESS until the request is
  * complete, then 0 or the errno) and __return_value. aio_error and
  * aio_return are then one load, as in glibc, and need no lookup. Everything
- * else a request needs (the engine's 128-byte request, the copied
+ * else a request needs (the engine's 120-byte request, the copied
  * notification, the order on its fd) is a struct px_req of ours, allocated
  * per request: __glibc_reserved is 32 bytes, too small for the engine's
  * request.

@@ -59,10 +59,10 @@ void fsaio__set_deliver(fsaio_ctx_t *ctx,
 
 /* One request, as fsaio__submit_lazy submits it (its inline attempt, its
  * event posted by the time it returns when that completed it): 1 once
- * accepted. 0: refused: submit it with fsaio__submit_lazy, in the batch of
- * its call, which answers its error. What it sent to the io_uring ring
- * waits for fsaio__submit_end, which the caller makes once at the end of
- * its call, so that one call's misses reach the ring in one system call. */
+ * accepted, else the -errno fsaio_submit would return. What it sent to
+ * the io_uring ring waits for fsaio__submit_end, which the caller makes
+ * once at the end of its call, so that one call's misses reach the ring
+ * in one system call. */
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r);
 void fsaio__submit_end(fsaio_ctx_t *ctx);
 
