@@ -146,6 +146,9 @@ struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool no
 	/* getpid is a system call: only a signal needs it. */
 	if (px__sev_signals(&r->sev))
 		r->pid = getpid();
+	/* Now, while g is surely alive: an aio_cancel may look at r after
+	 * the list's last request freed g. */
+	r->ctx_kind = (uint8_t)px__ctx_kind(r);
 	r->bound_fd = -1;
 	atomic_init(&r->refs, 1);
 	return r;
@@ -356,7 +359,7 @@ static int huge_count_error(const struct px_req *r)
  * with r unlinked and freed). */
 static int submit_engine(struct px_req *r, bool submitter)
 {
-	fsaio_ctx_t *ctx = px__engine(px__ctx_kind(r));
+	fsaio_ctx_t *ctx = px__engine(r->ctx_kind);
 	struct fsaio_req *one = &r->req;
 	int n;
 
@@ -381,7 +384,7 @@ static int submit_engine(struct px_req *r, bool submitter)
 	if (!ctx) {
 		n = -EAGAIN;
 	} else if (batching && submitter) {
-		batch_used[px__ctx_kind(r)] = true;
+		batch_used[r->ctx_kind] = true;
 		n = fsaio__submit_one(ctx, one);
 	} else {
 		n = fsaio_submit(ctx, &one, 1);
@@ -555,7 +558,7 @@ static bool cancel_one(struct px_req *r)
 	}
 	if (st != PX_ENGINE)
 		return false;
-	ctx = px__engine_now(px__ctx_kind(r));
+	ctx = px__engine_now(r->ctx_kind);
 	/* 0: the engine took it back and completes it with -ECANCELED. */
 	px__hold_begin();
 	ok = ctx && fsaio_cancel(ctx, &r->req) == 0;

@@ -10,7 +10,7 @@ enum { PX_PLAIN, PX_SIGNALLED, PX_NCTX };
  * context is made with (core.c's px__complete, given by start.c). */
 void px__engine_init(void (*complete)(void *arg, const struct fsaio_event *ev));
 void px__set_workers(unsigned n);               /* aio_init's aio_threads, before first use */
-int px__ctx_kind(const struct px_req *r);       /* which context carries r */
+int px__ctx_kind(const struct px_req *r);       /* which context carries r (at its making) */
 fsaio_ctx_t *px__engine(int kind);              /* made on first use; NULL if it cannot be */
 fsaio_ctx_t *px__engine_now(int kind);          /* NULL until made */
 void *px__engine_tag(int kind);                 /* the complete_arg of kind's context */

@@ -93,6 +93,7 @@ struct px_req {
 	pid_t pid;                  /* immutable: the submitter, for si_pid (SIGEV_SIGNAL only) */
 	int fd;                     /* immutable */
 	uint8_t kind;               /* immutable: enum px_kind */
+	uint8_t ctx_kind;           /* immutable: the engine context that carries it (PX_PLAIN...) */
 	bool barrier;               /* immutable: waits for earlier requests (fsync, O_APPEND write) */
 	bool ordered;               /* immutable: a write that a later O_APPEND write waits for */
 	int bound_fd;               /* set at link (bucket lock), closed at finish: a held
