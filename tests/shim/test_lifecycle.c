@@ -306,7 +306,10 @@ Test(lifecycle, reads_take_the_way_the_cache_says)
 	fd = t_file(1 << 20, 65);
 	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
 	/* The kernel may bring block 200 in before the engine reads it: then
-	 * every read was a hit, and the setup is made again. */
+	 * every read was a hit, and the setup is made again. On a virtual
+	 * disk whose host serves a read inside the guest's doorbell write,
+	 * the readahead the attempt starts can finish before the attempt
+	 * looks, every time: then the test says so and skips. */
 	for (int attempt = 0;; attempt++) {
 		t_cold(fd);
 		for (int i = 0; i < 3; i++)
@@ -317,8 +320,17 @@ Test(lifecycle, reads_take_the_way_the_cache_says)
 			read_block(ctx, fd, buf, blocks[i], 65);
 		destroy_with_stats(ctx, text, sizeof(text));
 		cr_assert_eq(stat_of(text, "requests"), 6, "%s", text);
-		if (stat_of(text, "inline") < 6 || attempt == 4)
+		if (stat_of(text, "inline") < 6)
 			break;
+		/* All six inline: nothing was probed or carried on. */
+		cr_assert_eq(stat_of(text, "probes"), 0, "%s", text);
+		cr_assert_eq(stat_of(text, "queued") + stat_of(text, "SQEs"), 0, "%s", text);
+		if (attempt == 19) {
+			close(fd);
+			cr_skip_test("%d attempts, block 200 read by the kernel within the inline"
+				     " attempt each time: the device completed it before the attempt"
+				     " looked\n", attempt + 1);
+		}
 	}
 	/* The miss alone left the submitter; the read after it was probed. */
 	cr_assert_eq(stat_of(text, "inline"), 5, "%s", text);
