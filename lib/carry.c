@@ -78,8 +78,10 @@ enum dest {
  * whole, as any blocking request. */
 #define STARTED_MAX (64u * 1024)
 /* A read on an fd whose last reads all missed goes straight to the ring
- * (UNTRIED), which tries the page cache itself inside io_uring_enter: no
- * probe, no failed NOWAIT attempt. One read in SAMPLE_EVERY still takes
+ * (UNTRIED), which tries the page cache itself inside io_uring_enter, or,
+ * where its miss would be the pool's, straight to a worker with its reads
+ * started (whose blocking read finds cached pages just as well): no probe,
+ * no failed NOWAIT attempt. One read in SAMPLE_EVERY still takes
  * the inline path, so an fd that turned hot is served inline again. A
  * sequential stream's reads always take it: readahead (the kernel's or
  * ours) is there to make them hit. */
@@ -128,11 +130,15 @@ static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__
 		if (fsaio__is_write(r))
 			return (p->flags & FSAIO_CTX_INLINE_WRITES) && !nowait ? HERE : ATTEMPT;
 		if (!refused) {
-			if (nowait || (r->hints_ & FSAIO__HINT_SEQ) || !ring ||
+			if (nowait || (r->hints_ & FSAIO__HINT_SEQ) ||
 			    atomic_fetch_add_explicit(&p->straight_seq, 1, memory_order_relaxed) %
 			    SAMPLE_EVERY == 0)
 				return ATTEMPT;
-			return RING;
+			if (ring)
+				return RING;
+			if (left <= STARTED_MAX && fsaio__ra_start(p->ra, r))
+				return POOL_STARTED;
+			return ATTEMPT;
 		}
 		/* A miss the ring refused: as any miss. */
 		/* fall through */
@@ -195,8 +201,9 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 	d = decide(ctx, r, why, false);
 	if (d == ATTEMPT)
 		return -EAGAIN;
-	if (why == FSAIO__WHY_UNTRIED && d == RING) {
-		FSAIO__INC(ctx, straight_to_ring, 1);
+	if (why == FSAIO__WHY_UNTRIED) {
+		if (d == RING)
+			FSAIO__INC(ctx, straight_to_ring, 1);
 		fsaio__batch_nocancel(b);
 	}
 	if ((why == FSAIO__WHY_POLLABLE || why == FSAIO__WHY_PIPE_BLOCKS) && d != END && r->done_)

@@ -311,6 +311,68 @@ Test(backend, missing_fd_goes_straight_to_ring_and_back_inline_when_hot)
 	t_ctx_destroy(ctx);
 }
 
+/*
+ * The same for misses that are the pool's (64 KiB reads: started reads on
+ * a worker, on either backend): an fd whose reads keep missing sends them
+ * there without a probe, and once it is hot they are inline again. Each
+ * hit (the kernel may keep or read ahead a page) starts the streak over:
+ * the bound on probes allows for that.
+ */
+static void missing_fd_to_pool(uint32_t backend)
+{
+	enum { N = 64, LEN = 64 * 1024, GAP = 256 * 1024 };
+	int fd = t_tmpfile(N * GAP, 177);
+	fsaio_ctx_t *ctx = t_ctx_backend(backend);
+	uint8_t *buf = malloc(LEN);
+	struct fsaio_req req;
+	struct fsaio_event ev;
+	struct fsaio_stats st;
+
+	cr_assert_not_null(buf);
+	t_make_cold(fd);
+	for (int i = 0; i < N; i++) {
+		fsaio_prep_pread(&req, fd, buf, LEN, (int64_t)i * GAP);
+		t_submit1(ctx, &req);
+		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.res, LEN);
+		t_check_pattern(buf, LEN, (uint64_t)i * GAP, 177);
+	}
+	st = t_stats(ctx);
+	/* Four misses make a streak; one read in 16 is sampled inline. */
+	cr_assert_leq(st.probe_calls, 4 + N / 16 + 4 * st.completed_inline,
+		      "%llu probes for %d reads, %llu inline",
+		      (unsigned long long)st.probe_calls, N,
+		      (unsigned long long)st.completed_inline);
+	cr_assert_eq(st.straight_to_ring, 0, "a 64 KiB miss is the pool's");
+	t_make_hot(fd, 0, (uint64_t)N * GAP);
+	unsigned inline_tail = 0;
+	for (int i = 0; i < N; i++) {
+		uint64_t before = t_stats(ctx).completed_inline;
+
+		fsaio_prep_pread(&req, fd, buf, LEN, (int64_t)i * GAP);
+		t_submit1(ctx, &req);
+		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.res, LEN);
+		if (i >= N / 2 && t_stats(ctx).completed_inline == before + 1)
+			inline_tail++;
+	}
+	cr_assert_eq(inline_tail, N / 2, "only %u of the last %u hot reads were inline",
+		     inline_tail, N / 2);
+	t_ctx_destroy(ctx);
+	free(buf);
+}
+
+Test(backend, missing_fd_goes_straight_to_pool_and_back_inline_when_hot)
+{
+	const char *be = getenv("FSAIO_BACKEND");
+
+	/* The default context follows FSAIO_BACKEND: with uring every miss
+	 * is the ring's. */
+	if (!be || strcmp(be, "uring"))
+		missing_fd_to_pool(FSAIO_BACKEND_AUTO);
+	missing_fd_to_pool(FSAIO_BACKEND_THREADS);
+}
+
 /* A read miss for the pool has its disk reads started by the submitter, so
  * a few workers (one per CPU, at most four) carry any number of them: the
  * pool never grows past that, and every read ends once, with its data. */
