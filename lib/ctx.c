@@ -194,8 +194,8 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 			       &pool_ops, ctx);
 	if (ret)
 		goto out_cq;
-	fsaio__ra_init(&ctx->ra, p->flags & FSAIO_CTX_NO_READAHEAD, &ctx->st, ra_queue_job,
-		       ra_pool_full, ctx);
+	fsaio__ra_init(&ctx->ra, p->flags & FSAIO_CTX_NO_READAHEAD, &ctx->st, &ctx->fdt,
+		       ra_queue_job, ra_pool_full, ctx);
 	*ctxp = ctx;
 	errno = saved;
 	return 0;

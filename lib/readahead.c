@@ -13,7 +13,7 @@
  * misses the kernel never saw (the probe said cold, no attempt made), when
  * no worker is free, a side job tells the kernel about the queued ones so
  * their I/O starts while they wait. Calls are clipped to the device's
- * read_ahead_kb (cached per st_dev; 128 KiB if unknown).
+ * read_ahead_kb (learnt with the fd's facts, devra.c; 128 KiB if unknown).
  *
  * Streams: a small per-context table (RA_SLOTS, hashed by fd, one leaf
  * mutex per slot) remembers per fd the end of the furthest read. A read
@@ -38,10 +38,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "devra.h"
 #include "nocancel.h"
 #include "fdtable.h"
 #include "pool.h"
@@ -50,7 +49,6 @@
 #include "req.h"
 
 #define RA_SLOTS 64
-#define RA_DEFAULT (128u * 1024)
 #define RA_WINDOW_CAP (32ull << 20)
 #define SEQ_AFTER 2             /* sequential reads seen before prefetching */
 #define RA_WARM 2              /* device limits of stream before judging the kernel */
@@ -100,70 +98,19 @@ struct fsaio__ra {
 	struct fsaio__readahead *owner; /* immutable */
 };
 
-/* ---- the device limit, cached per st_dev ---- */
+/* ---- the device limit ---- */
 
-/* One word per entry: major:minor in the high half, limit KiB + 1 in the
- * low half, so a reader never pairs one device with another's limit. */
-#define DEV_CACHE 16
-static _Atomic uint64_t dev_cache[DEV_CACHE];
-
-/* Reached from a submit that runs with the caller's cancellation enabled
- * (fsaio__submit_lazy): open, read and close are cancellation points. */
-static long read_kb(const char *path)
+/* The readahead limit (bytes) of the device holding fd's file: the fd
+ * table learnt it with the file's other facts (devra.c); the kernel's
+ * default for an fd it cannot tell of (closed or reused meanwhile: the
+ * call it sizes fails or reads ahead elsewhere, a hint either way). */
+static uint64_t ra_limit(struct fsaio__readahead *owner, int fd)
 {
-	char buf[32];
-	ssize_t n;
-	int cs = fsaio__nocancel_begin(), fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct fsaio__fdinfo fi;
 
-	if (fd < 0) {
-		fsaio__nocancel_end(cs);
-		return -1;
-	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	fsaio__nocancel_end(cs);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return strtol(buf, NULL, 10);
-}
-
-static long sysfs_kb(unsigned maj, unsigned min)
-{
-	char p[96];
-	long kb;
-
-	/* The disk itself, or the disk above a partition; then the bdi, which
-	 * also covers filesystems on no block device of their own. */
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/queue/read_ahead_kb", maj, min);
-	if ((kb = read_kb(p)) >= 0)
-		return kb;
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/../queue/read_ahead_kb", maj, min);
-	if ((kb = read_kb(p)) >= 0)
-		return kb;
-	snprintf(p, sizeof(p), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
-	return read_kb(p);
-}
-
-uint64_t fsaio__ra_limit(int fd)
-{
-	struct stat st;
-	uint64_t key, w;
-	unsigned i;
-	long kb;
-
-	if (fstat(fd, &st) < 0)
-		return RA_DEFAULT;
-	key = (uint64_t)((major(st.st_dev) & 0xfff) << 20 | (minor(st.st_dev) & 0xfffff));
-	i = (unsigned)(key % DEV_CACHE);
-	w = atomic_load_explicit(&dev_cache[i], memory_order_relaxed);
-	if (w && w >> 32 == key)
-		return ((w & 0xffffffffu) - 1) * 1024;
-	kb = sysfs_kb(major(st.st_dev), minor(st.st_dev));
-	if (kb < 0 || kb > 0xfffffff)
-		kb = RA_DEFAULT / 1024;
-	atomic_store_explicit(&dev_cache[i], key << 32 | (uint64_t)(kb + 1), memory_order_relaxed);
-	return (uint64_t)kb * 1024;
+	if (fsaio__fd_get(owner->fdt, fd, &fi) == 0 && fi.ra_kb1)
+		return (uint64_t)(fi.ra_kb1 - 1) * 1024;
+	return FSAIO__RA_DEFAULT_KB * 1024;
 }
 
 /* readahead(2) in limit-sized calls (the kernel cuts a larger one to the
@@ -238,7 +185,7 @@ static bool top_up(struct stream *s, int fd);
 static void reset(struct stream *s, int fd, uint64_t off, uint64_t len)
 {
 	if (GET(s->fd) != fd)
-		s->limit = fsaio__ra_limit(fd);
+		s->limit = ra_limit(s->owner, fd);
 	PUT(s->fd, fd);
 	PUT(s->seq, 0);
 	PUT(s->next, off + len);
@@ -435,7 +382,7 @@ static void up_job(void *arg, struct fsaio__job *j)
 	ra->up_n = 0;
 	pthread_mutex_unlock(&ra->up_lock);
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t limit = fsaio__ra_limit(batch[i].fd);
+		uint64_t limit = ra_limit(ra->owner, batch[i].fd);
 
 		do_readahead(ra->owner->st, batch[i].fd, batch[i].off,
 			     batch[i].len < limit ? batch[i].len : limit, limit);
@@ -478,16 +425,18 @@ bool fsaio__ra_start(struct fsaio__readahead *owner, struct fsaio_req *r)
 	if (r->hints_ & FSAIO__HINT_KERNEL_RA)
 		return true;
 	return do_readahead(NULL, r->fd, (uint64_t)r->offset + r->done_, total - r->done_,
-			    fsaio__ra_limit(r->fd));
+			    ra_limit(owner, r->fd));
 }
 
 void fsaio__ra_init(struct fsaio__readahead *ra, bool disabled, struct fsaio__counters *st,
+		    struct fsaio__fdtable *fdt,
 		    void (*queue_job)(void *arg, struct fsaio__job *job),
 		    bool (*pool_full)(void *arg), void *arg)
 {
 	atomic_init(&ra->table, NULL);
 	ra->disabled = disabled;
 	ra->st = st;
+	ra->fdt = fdt;
 	ra->queue_job = queue_job;
 	ra->pool_full = pool_full;
 	ra->arg = arg;

@@ -23,6 +23,7 @@ struct fsaio__readahead {
 	struct fsaio__ra *_Atomic table;
 	bool disabled;          /* immutable: FSAIO_CTX_NO_READAHEAD */
 	struct fsaio__counters *st; /* immutable */
+	struct fsaio__fdtable *fdt; /* immutable: the context's fd facts */
 	/* immutable: queue a side job (fsaio__pool_job); whether every worker
 	 * is busy, so a queued request waits */
 	void (*queue_job)(void *arg, struct fsaio__job *job);
@@ -31,7 +32,7 @@ struct fsaio__readahead {
 };
 
 void fsaio__ra_init(struct fsaio__readahead *ra, bool disabled, struct fsaio__counters *st,
-		    void (*queue_job)(void *arg, struct fsaio__job *job),
+		    struct fsaio__fdtable *fdt, void (*queue_job)(void *arg, struct fsaio__job *job),
 		    bool (*pool_full)(void *arg), void *arg);
 void fsaio__ra_fini(struct fsaio__readahead *ra);
 /* In the submitter, before a buffered read's inline attempt: stream detection. */
@@ -46,7 +47,5 @@ void fsaio__ra_upfront(struct fsaio__readahead *ra, struct fsaio_req *r);
 /* A read miss about to be handed on: start the disk reads of its whole
  * remainder now, in the caller. Whether they are under way. */
 bool fsaio__ra_start(struct fsaio__readahead *ra, struct fsaio_req *r);
-/* The readahead limit (bytes) of the device holding fd's file. */
-uint64_t fsaio__ra_limit(int fd);
 
 #endif /* FSAIO_READAHEAD_H */

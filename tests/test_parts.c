@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The base parts alone, without a context: the fd table (fdtable.c) learns
- * a real file's facts, counts a miss streak and sees an fd number reused,
- * and the residency probe (probe.c) judges a real on-disk file's pages,
- * counting into the counters it is given. The test is linked with those
- * two files only, so it also shows they need nothing else of the engine.
+ * a real file's facts, its device's readahead limit (devra.c), counts a
+ * miss streak and sees an fd number reused, and the residency probe
+ * (probe.c) judges a real on-disk file's pages, counting into the counters
+ * it is given. The test is linked with those files only, so it also shows
+ * they need nothing else of the engine.
  */
 #include "t_helpers.h"
 
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "counters.h"
@@ -47,6 +52,70 @@ Test(parts, fdtable_learns_a_file_and_counts_its_miss_streak)
 	cr_assert_eq(fsaio__fd_get(&t, fd, &fi), 0);
 	cr_assert_eq(fi.flags & (FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK), 0);
 	cr_assert_eq(fi.kind, FSAIO__KIND_FILE);
+	fsaio__fdtable_fini(&t);
+}
+
+/* What sysfs says the read_ahead_kb of the device holding dev's files is:
+ * the disk's queue (a partition's disk), else the filesystem's bdi; -1 when
+ * none says. */
+static long sysfs_ra_kb(dev_t dev)
+{
+	static const char *const fmt[] = {
+		"/sys/dev/block/%u:%u/queue/read_ahead_kb",
+		"/sys/dev/block/%u:%u/../queue/read_ahead_kb",
+		"/sys/class/bdi/%u:%u/read_ahead_kb",
+	};
+
+	for (unsigned i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
+		char path[128];
+		long kb;
+		FILE *f;
+
+		snprintf(path, sizeof(path), fmt[i], major(dev), minor(dev));
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%ld", &kb) != 1)
+			kb = -1;
+		fclose(f);
+		if (kb >= 0)
+			return kb;
+	}
+	return -1;
+}
+
+/* A buffered file's word carries its device's readahead limit, and the
+ * flag arithmetic of a miss streak leaves it be; other kinds have none. */
+Test(parts, fdtable_learns_a_files_device_readahead_limit)
+{
+	struct fsaio__fdtable t = { 0 };
+	struct fsaio__fdinfo fi;
+	int fd = t_tmpfile(64 * KiB, 3), p[2];
+	struct stat st;
+	long kb;
+
+	cr_assert_eq(fstat(fd, &st), 0);
+	kb = sysfs_ra_kb(st.st_dev);
+	cr_assert_eq(fsaio__fdtable_init(&t), 0);
+	cr_assert_eq(fsaio__fd_get(&t, fd, &fi), 0);
+	cr_assert_eq(fi.kind, FSAIO__KIND_FILE);
+	cr_assert_eq(fi.ra_kb1, (kb < 0 ? 128 : (uint32_t)kb) + 1, "sysfs %ld, word %u", kb,
+		     fi.ra_kb1);
+	for (unsigned i = 0; i < 10; i++) {
+		fsaio__fd_missed(&t, fd, fi);
+		cr_assert_eq(fsaio__fd_get(&t, fd, &fi), 0);
+	}
+	fsaio__fd_clear(&t, fd, FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK);
+	cr_assert_eq(fsaio__fd_get(&t, fd, &fi), 0);
+	cr_assert_eq(fi.kind, FSAIO__KIND_FILE);
+	cr_assert_eq(fi.ra_kb1, (kb < 0 ? 128 : (uint32_t)kb) + 1);
+
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(fsaio__fd_get(&t, p[0], &fi), 0);
+	cr_assert_eq(fi.kind, FSAIO__KIND_POLLABLE);
+	cr_assert_eq(fi.ra_kb1, 0);
+	close(p[0]);
+	close(p[1]);
 	fsaio__fdtable_fini(&t);
 }
 

@@ -3,12 +3,13 @@
  * DESIGN: what the engine has learnt about each fd.
  *
  * One 64-bit atomic word per fd: flags (FSAIO__FD_*) in the low 32 bits,
- * kind above. Words live in chunks of FDT_CHUNK that are allocated on first
+ * kind in the next 8, a file's device readahead limit (ra_kb1) in the top 24. Words live in chunks of FDT_CHUNK that are allocated on first
  * use and published with a release store, so the submit path reads a fd's
  * facts with two acquire loads and no lock. Flag changes (NOWAIT refused,
  * probe next time) are atomic or/and on the word.
  *
- * The facts (fstat + fcntl F_GETFL) are taken once. An fd number can be
+ * The facts (fstat + fcntl F_GETFL, and for a buffered file its device's
+ * readahead limit, devra.c) are taken once. An fd number can be
  * closed and reused for another file behind the engine's back, so callers
  * re-read them (fsaio__fd_refresh) whenever a cached fact leads to a
  * refusal or the kernel answers in a way the cached kind cannot explain.
@@ -22,6 +23,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "devra.h"
 #include "fdtable.h"
 #include "req.h"
 
@@ -69,12 +71,13 @@ static _Atomic uint64_t *slot(struct fsaio__fdtable *t, int fd, bool create)
 
 static uint64_t pack(struct fsaio__fdinfo fi)
 {
-	return (uint64_t)fi.kind << 32 | fi.flags;
+	return (uint64_t)(fi.kind | fi.ra_kb1 << 8) << 32 | fi.flags;
 }
 
 static struct fsaio__fdinfo unpack(uint64_t w)
 {
-	return (struct fsaio__fdinfo){ .flags = (uint32_t)w, .kind = (uint32_t)(w >> 32) };
+	return (struct fsaio__fdinfo){ .flags = (uint32_t)w, .kind = (uint32_t)(w >> 32) & 0xff,
+				       .ra_kb1 = (uint32_t)(w >> 40) };
 }
 
 /* Anonymous inodes by name: which have the kernel's read_iter/write_iter.
@@ -137,6 +140,8 @@ static int learn(int fd, struct fsaio__fdinfo *fi)
 	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
 		fi->flags |= FSAIO__FD_SEEKABLE;
 		fi->kind = (fl & O_DIRECT) ? FSAIO__KIND_DIRECT : FSAIO__KIND_FILE;
+		if (fi->kind == FSAIO__KIND_FILE)
+			fi->ra_kb1 = fsaio__file_ra_kb(&st) + 1;
 	} else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode) ||
 		   !(st.st_mode & S_IFMT)) {
 		/* No file type at all: an anonymous inode (eventfd, timerfd,

@@ -49,6 +49,9 @@ enum {
 struct fsaio__fdinfo {
 	uint32_t flags;         /* FSAIO__FD_* */
 	uint32_t kind;          /* enum fsaio__kind */
+	/* A buffered file's device read_ahead_kb + 1 (devra.c); 0 for other
+	 * kinds. At most FSAIO__RA_MAX_KB + 1: 24 bits of the word. */
+	uint32_t ra_kb1;
 };
 
 struct fsaio__fdtable {
