@@ -347,22 +347,26 @@ Test(lifecycle, reads_take_the_way_the_cache_says)
  * of 8 reads on dropped pages; every event comes once with its data, every
  * ring completion is counted once, and the poller took some of them (it
  * took none when only the ring's thread harvested for a polling program).
+ * Which of the two finds a completion first is a race: a context of 8
+ * rounds where the ring's thread won every time is tried again, up to 8.
+ * Under ThreadSanitizer, whose poller runs many times slower than the
+ * kernel wakes the ring's thread, that may go on: there it skips.
  */
-Test(lifecycle, a_poller_reaps_the_ring_itself)
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+static void poll_rounds(int fd, char *buf, char *text, size_t size)
 {
-	char text[1024], *buf;
 	struct iocb cb[8], *list[8];
 	struct io_event ev[8];
 	struct timespec zero = { 0, 0 };
-	io_context_t ctx;
-	int fd;
+	io_context_t ctx = t_ctx(8);
 
-	T_SHIM_ONLY("FSAIO_STATS is the shim's");
-	fd = t_file(4 << 20, 67);
-	buf = malloc(8 * 4096);
-	cr_assert_not_null(buf);
-	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
-	ctx = t_ctx(8);
 	for (int round = 0; round < 8; round++) {
 		long got = 0;
 
@@ -393,14 +397,37 @@ Test(lifecycle, a_poller_reaps_the_ring_itself)
 			cr_assert_lt(spins, 10 * 1000 * 1000, "events missing: %ld of 8", got);
 		}
 	}
-	destroy_with_stats(ctx, text, sizeof(text));
+	destroy_with_stats(ctx, text, size);
 	cr_assert_eq(stat_of(text, "requests"), 64, "%s", text);
 	cr_assert_eq(stat_of(text, "caller") + stat_of(text, "thread"), stat_of(text, "SQEs"), "%s",
 		     text);
-	if (stat_of(text, "SQEs") >= 16)
-		cr_assert_gt(stat_of(text, "caller"), 0, "%s", text);
+}
+
+Test(lifecycle, a_poller_reaps_the_ring_itself)
+{
+	unsigned long long sqes = 0, caller = 0;
+	char text[1024], *buf;
+	int fd, tries;
+
+	T_SHIM_ONLY("FSAIO_STATS is the shim's");
+	fd = t_file(4 << 20, 67);
+	buf = malloc(8 * 4096);
+	cr_assert_not_null(buf);
+	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
+	for (tries = 0; tries < 8 && (sqes < 16 || !caller); tries++) {
+		poll_rounds(fd, buf, text, sizeof(text));
+		sqes += stat_of(text, "SQEs");
+		caller += stat_of(text, "caller");
+	}
 	free(buf);
 	close(fd);
+#ifdef UNDER_TSAN
+	if (sqes >= 16 && !caller)
+		cr_skip_test("%d contexts, the ring's thread took each of %llu completions before"
+			     " the instrumented poller looked\n", tries, sqes);
+#endif
+	if (sqes >= 16)
+		cr_assert_gt(caller, 0, "%d contexts, %llu completions, last: %s", tries, sqes, text);
 }
 
 /* Reads in order through the drop-in are a stream to the engine: the ones
