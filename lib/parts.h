@@ -32,7 +32,7 @@ struct fsaio__parts {
 	struct fsaio__poller *poller;
 	struct fsaio__pool *pool;
 	struct fsaio__uring_exec *uring;
-	/* carry.c: relaxed; sampling of the reads offered to the ring untried */
+	/* carry.c: relaxed; sampling of the reads sent on untried (ring or worker) */
 	_Atomic unsigned straight_seq;
 };
 

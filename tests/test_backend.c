@@ -264,6 +264,30 @@ Test(backend, cancel_of_misses_in_flight)
 	}
 }
 
+/* fd, made hot: n reads of len, gap apart, one at a time; within one
+ * sampling period of the straight path they are all inline again. */
+static void hot_again_inline(fsaio_ctx_t *ctx, int fd, uint8_t *buf, int n, size_t len,
+			     uint64_t gap)
+{
+	struct fsaio_req req;
+	struct fsaio_event ev;
+	unsigned inline_tail = 0;
+
+	t_make_hot(fd, 0, (uint64_t)n * gap);
+	for (int i = 0; i < n; i++) {
+		uint64_t before = t_stats(ctx).completed_inline;
+
+		fsaio_prep_pread(&req, fd, buf, len, (int64_t)(i * gap));
+		t_submit1(ctx, &req);
+		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
+		cr_assert_eq(ev.res, (int64_t)len);
+		if (i >= n / 2 && t_stats(ctx).completed_inline == before + 1)
+			inline_tail++;
+	}
+	cr_assert_eq(inline_tail, (unsigned)n / 2, "only %u of the last %u hot reads were inline",
+		     inline_tail, (unsigned)n / 2);
+}
+
 /* An fd whose reads keep missing goes straight to io_uring (no probe, no
  * failed attempt); once it is hot, its reads are served inline again. */
 Test(backend, missing_fd_goes_straight_to_ring_and_back_inline_when_hot)
@@ -294,20 +318,7 @@ Test(backend, missing_fd_goes_straight_to_ring_and_back_inline_when_hot)
 	if (t_ring_ok())
 		cr_assert_gt(t_stats(ctx).straight_to_ring, 0, "a cold fd never went straight to the ring");
 	/* Now hot: within one sampling period the fd is served inline again. */
-	t_make_hot(fd, 0, 4 * 1024 * 1024);
-	unsigned inline_tail = 0;
-	for (int i = 0; i < N; i++) {
-		uint64_t before = t_stats(ctx).completed_inline;
-
-		fsaio_prep_pread(&reqs[i], fd, bufs[i], LEN, (int64_t)i * 64 * 1024);
-		t_submit1(ctx, &reqs[i]);
-		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-		cr_assert_eq(ev.res, LEN);
-		if (i >= N / 2 && t_stats(ctx).completed_inline == before + 1)
-			inline_tail++;
-	}
-	cr_assert_eq(inline_tail, N / 2, "only %u of the last %u hot reads were inline",
-		     inline_tail, N / 2);
+	hot_again_inline(ctx, fd, bufs[0], N, LEN, 64 * 1024);
 	t_ctx_destroy(ctx);
 }
 
@@ -344,20 +355,7 @@ static void missing_fd_to_pool(uint32_t backend)
 		      (unsigned long long)st.probe_calls, N,
 		      (unsigned long long)st.completed_inline);
 	cr_assert_eq(st.straight_to_ring, 0, "a 64 KiB miss is the pool's");
-	t_make_hot(fd, 0, (uint64_t)N * GAP);
-	unsigned inline_tail = 0;
-	for (int i = 0; i < N; i++) {
-		uint64_t before = t_stats(ctx).completed_inline;
-
-		fsaio_prep_pread(&req, fd, buf, LEN, (int64_t)i * GAP);
-		t_submit1(ctx, &req);
-		t_reap_all(ctx, 1, &ev, T_EVENT_TIMEOUT_MS);
-		cr_assert_eq(ev.res, LEN);
-		if (i >= N / 2 && t_stats(ctx).completed_inline == before + 1)
-			inline_tail++;
-	}
-	cr_assert_eq(inline_tail, N / 2, "only %u of the last %u hot reads were inline",
-		     inline_tail, N / 2);
+	hot_again_inline(ctx, fd, buf, N, LEN, GAP);
 	t_ctx_destroy(ctx);
 	free(buf);
 }
