@@ -35,13 +35,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "devra.h"
-#include "nocancel.h"
 #include "fdtable.h"
 #include "pool.h"
 #include "probe.h"
@@ -100,17 +98,23 @@ struct fsaio__ra {
 
 /* ---- the device limit ---- */
 
-/* The readahead limit (bytes) of the device holding fd's file: the fd
- * table learnt it with the file's other facts (devra.c); the kernel's
- * default for an fd it cannot tell of (closed or reused meanwhile: the
- * call it sizes fails or reads ahead elsewhere, a hint either way). */
+/* The readahead limit (bytes) of the device holding the file of facts fi,
+ * which the fd table learnt with them (devra.c); the kernel's default
+ * where they hold none. */
+static uint64_t limit_of(struct fsaio__fdinfo fi)
+{
+	return fi.ra_kb1 ? (uint64_t)(fi.ra_kb1 - 1) * 1024 : FSAIO__RA_DEFAULT_KB * 1024;
+}
+
+/* The same for fd, looked up: for an fd closed or reused meanwhile the
+ * call it sizes fails or reads ahead elsewhere, a hint either way. */
 static uint64_t ra_limit(struct fsaio__readahead *owner, int fd)
 {
 	struct fsaio__fdinfo fi;
 
-	if (fsaio__fd_get(owner->fdt, fd, &fi) == 0 && fi.ra_kb1)
-		return (uint64_t)(fi.ra_kb1 - 1) * 1024;
-	return FSAIO__RA_DEFAULT_KB * 1024;
+	if (fsaio__fd_get(owner->fdt, fd, &fi))
+		fi.ra_kb1 = 0;
+	return limit_of(fi);
 }
 
 /* readahead(2) in limit-sized calls (the kernel cuts a larger one to the
@@ -182,10 +186,10 @@ static void grow(struct stream *s, uint64_t len)
 
 static bool top_up(struct stream *s, int fd);
 
-static void reset(struct stream *s, int fd, uint64_t off, uint64_t len)
+static void reset(struct stream *s, int fd, struct fsaio__fdinfo fi, uint64_t off, uint64_t len)
 {
 	if (GET(s->fd) != fd)
-		s->limit = ra_limit(s->owner, fd);
+		s->limit = limit_of(fi);
 	PUT(s->fd, fd);
 	PUT(s->seq, 0);
 	PUT(s->next, off + len);
@@ -265,7 +269,7 @@ void fsaio__stream_enter(struct fsaio__readahead *owner, struct fsaio_req *r,
 	}
 	pthread_mutex_lock(&s->lock);
 	if (GET(s->fd) != r->fd || away(GET(s->next), off, len)) {
-		reset(s, r->fd, off, len);
+		reset(s, r->fd, fi, off, len);
 		if (!(fi.flags & FSAIO__FD_ADV_SEQ)) {
 			pthread_mutex_unlock(&s->lock);
 			return;

@@ -3,8 +3,9 @@
  * DESIGN: what the engine has learnt about each fd.
  *
  * One 64-bit atomic word per fd: flags (FSAIO__FD_*) in the low 32 bits,
- * kind in the next 8, a file's device readahead limit (ra_kb1) in the top 24. Words live in chunks of FDT_CHUNK that are allocated on first
- * use and published with a release store, so the submit path reads a fd's
+ * kind in the next 8, a file's device readahead limit (ra_kb1) in the top
+ * 24. Words live in chunks of FDT_CHUNK that are allocated on first use
+ * and published with a release store, so the submit path reads a fd's
  * facts with two acquire loads and no lock. Flag changes (NOWAIT refused,
  * probe next time) are atomic or/and on the word.
  *
