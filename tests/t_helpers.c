@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -343,6 +344,34 @@ uint64_t t_cached_pages(int fd, uint64_t off, uint64_t len)
 		return t_mincore_pages(fd, off, len);
 	cr_assert_eq(t_cachestat(fd, off, len, &cs), 0, "cachestat: %s", strerror(errno));
 	return cs.nr_cache;
+}
+
+long t_sysfs_ra_kb(int fd)
+{
+	static const char *const fmt[] = {
+		"/sys/dev/block/%u:%u/queue/read_ahead_kb",
+		"/sys/dev/block/%u:%u/../queue/read_ahead_kb",
+		"/sys/class/bdi/%u:%u/read_ahead_kb",
+	};
+	struct stat st;
+
+	cr_assert_eq(fstat(fd, &st), 0);
+	for (unsigned i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
+		char path[128];
+		long kb;
+		FILE *f;
+
+		snprintf(path, sizeof(path), fmt[i], major(st.st_dev), minor(st.st_dev));
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%ld", &kb) != 1)
+			kb = -1;
+		fclose(f);
+		if (kb >= 0)
+			return kb;
+	}
+	return -1;
 }
 
 uint64_t t_evicted_pages(int fd, uint64_t off, uint64_t len)

@@ -99,6 +99,10 @@ uint64_t t_evicted_pages(int fd, uint64_t off, uint64_t len);
 uint64_t t_dirty_pages(int fd, uint64_t off, uint64_t len);
 /* fsync + POSIX_FADV_DONTNEED, then assert that no page of the file is cached. */
 void t_make_cold(int fd);
+/* What sysfs says the read_ahead_kb of the device holding fd's file is: the
+ * disk's queue (a partition's disk), else the filesystem's bdi; -1 when
+ * none says. */
+long t_sysfs_ra_kb(int fd);
 /* Bring exactly the pages of [off, off+len) into the cache (no readahead
  * beyond them), pin them there until t_make_cold() of the same file or the
  * end of the test, and assert that they are all cached. */

@@ -10,10 +10,6 @@
 #include "t_helpers.h"
 
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "counters.h"
@@ -55,35 +51,6 @@ Test(parts, fdtable_learns_a_file_and_counts_its_miss_streak)
 	fsaio__fdtable_fini(&t);
 }
 
-/* What sysfs says the read_ahead_kb of the device holding dev's files is:
- * the disk's queue (a partition's disk), else the filesystem's bdi; -1 when
- * none says. */
-static long sysfs_ra_kb(dev_t dev)
-{
-	static const char *const fmt[] = {
-		"/sys/dev/block/%u:%u/queue/read_ahead_kb",
-		"/sys/dev/block/%u:%u/../queue/read_ahead_kb",
-		"/sys/class/bdi/%u:%u/read_ahead_kb",
-	};
-
-	for (unsigned i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
-		char path[128];
-		long kb;
-		FILE *f;
-
-		snprintf(path, sizeof(path), fmt[i], major(dev), minor(dev));
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fscanf(f, "%ld", &kb) != 1)
-			kb = -1;
-		fclose(f);
-		if (kb >= 0)
-			return kb;
-	}
-	return -1;
-}
-
 /* A buffered file's word carries its device's readahead limit, and the
  * flag arithmetic of a miss streak leaves it be; other kinds have none. */
 Test(parts, fdtable_learns_a_files_device_readahead_limit)
@@ -91,11 +58,8 @@ Test(parts, fdtable_learns_a_files_device_readahead_limit)
 	struct fsaio__fdtable t = { 0 };
 	struct fsaio__fdinfo fi;
 	int fd = t_tmpfile(64 * KiB, 3), p[2];
-	struct stat st;
-	long kb;
+	long kb = t_sysfs_ra_kb(fd);
 
-	cr_assert_eq(fstat(fd, &st), 0);
-	kb = sysfs_ra_kb(st.st_dev);
 	cr_assert_eq(fsaio__fdtable_init(&t), 0);
 	cr_assert_eq(fsaio__fd_get(&t, fd, &fi), 0);
 	cr_assert_eq(fi.kind, FSAIO__KIND_FILE);

@@ -12,10 +12,7 @@
 #include "t_helpers.h"
 
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define KiB 1024u
@@ -27,23 +24,8 @@ TestSuite(readahead, .init = t_setup, .fini = t_teardown, .timeout = 60);
 /* The device's readahead limit, as the engine finds it (128 KiB if unknown). */
 static uint64_t ra_limit(int fd)
 {
-	struct stat st;
-	char p[96];
-	long kb = -1;
+	long kb = t_sysfs_ra_kb(fd);
 
-	cr_assert_eq(fstat(fd, &st), 0);
-	for (int i = 0; i < 3 && kb < 0; i++) {
-		static const char *fmt[] = { "/sys/dev/block/%u:%u/queue/read_ahead_kb",
-					     "/sys/dev/block/%u:%u/../queue/read_ahead_kb",
-					     "/sys/class/bdi/%u:%u/read_ahead_kb" };
-		snprintf(p, sizeof(p), fmt[i], major(st.st_dev), minor(st.st_dev));
-		FILE *f = fopen(p, "r");
-		if (f) {
-			if (fscanf(f, "%ld", &kb) != 1)
-				kb = -1;
-			fclose(f);
-		}
-	}
 	return kb < 0 ? 128 * KiB : (uint64_t)kb * KiB;
 }
 
