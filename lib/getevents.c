@@ -85,6 +85,7 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 			return -EINVAL;
 		deadline = deadline_after(timeout);
 	}
+	fsaio__uring_back(&ctx->uring);
 	cq = &ctx->cq;
 	pthread_mutex_lock(&cq->lock);
 	for (;;) {
@@ -153,6 +154,11 @@ int fsaio__drive_cancellable(fsaio_ctx_t *ctx, const _Atomic uint32_t *word, uin
 			     int64_t deadline)
 {
 	return fsaio__uring_drive_cancellable(&ctx->uring, word, seen, deadline);
+}
+
+void fsaio__drive_back(fsaio_ctx_t *ctx)
+{
+	fsaio__uring_back(&ctx->uring);
 }
 
 void fsaio__drive_need(fsaio_ctx_t *ctx, int delta)

@@ -168,6 +168,7 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		return -EFAULT;
 	if (nr > INT_MAX)
 		nr = INT_MAX;
+	fsaio__uring_back(&ctx->uring);
 	b.n = 0;
 	b.cs = cs;
 	for (i = 0; i < nr; i++) {
@@ -201,7 +202,7 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		FSAIO__INC(ctx, requests, 1);
 	}
 	if (flush)
-		fsaio__uring_flush(&ctx->uring);
+		fsaio__uring_flush_soon(&ctx->uring);
 	if (cs == FSAIO__CS_LAZY && b.cs != FSAIO__CS_LAZY)
 		fsaio__nocancel_end(b.cs);
 	fsaio__batch_flush(ctx, &b);
@@ -236,7 +237,7 @@ void fsaio__submit_end(fsaio_ctx_t *ctx)
 	int saved = errno;
 
 	if (fsaio__ctx_ok(ctx))
-		fsaio__uring_flush(&ctx->uring);
+		fsaio__uring_flush_soon(&ctx->uring);
 	errno = saved;
 }
 

@@ -5,7 +5,8 @@
  * disk are carried by the ring, harvested by its thread or by a caller
  * driving it, each reported exactly once through done with the file's
  * bytes; reads queued from several threads; a read waiting on an empty
- * pipe cancels; stop with reads in flight reports each once. Skipped where
+ * pipe cancels; stop with reads in flight reports each once; a read a
+ * submit call held back enters without the caller. Skipped where
  * io_uring is refused (io_uring_disabled, ENOSYS, EPERM).
  */
 #ifdef T_NO_CRITERION
@@ -361,4 +362,68 @@ Test(exec_uring, stop_reports_each_read_in_flight_once)
 		close(pipes[i][1]);
 	}
 	rig_end(&g);
+}
+
+/*
+ * A submit call may leave its SQEs for a later enter (uring_doorbell.c).
+ * Reads of empty pipes stay in the kernel, so no completion will bring a
+ * harvest, and a poll sends the thread out of the ring: a file read held
+ * now must still be reported, with the file's bytes, while the caller
+ * never calls into the ring again. Whether the call holds depends on where
+ * the thread is at that moment: tried until it does, and every file read
+ * queued meanwhile must be reported either way.
+ */
+Test(exec_uring, a_held_read_enters_without_the_caller)
+{
+	enum { NPIPE = 4, TRIES = 20 };
+	int pipes[NPIPE][2];
+	unsigned next = NPIPE, files = 0;
+	bool held = false;
+	struct rig g;
+
+	rig_start(&g, NPIPE + 2 * TRIES, 4096);
+	/* The pipe reads first, then per try one more pipe read and a file read. */
+	for (unsigned i = 0; i < NPIPE; i++) {
+		cr_assert_eq(pipe2(pipes[i], O_CLOEXEC), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, i, pipes[i][0], 64, 0), false), 0);
+	}
+	for (unsigned t = 0; t < TRIES && !held; t++) {
+		uint64_t before = atomic_load(&g.st.uring_held);
+
+		/* The poll asks the thread to step back; it parks soon after. */
+		(void)fsaio__uring_drive(&g.x, &g.word, atomic_load(&g.word), 0);
+		usleep(2000);
+		/* One submit call, and the caller back at once: the next may hold. */
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, next++, pipes[t % NPIPE][0], 64, 0),
+						true), 0);
+		fsaio__uring_flush_soon(&g.x);
+		fsaio__uring_back(&g.x);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, next++, t), true), 0);
+		fsaio__uring_flush_soon(&g.x);
+		held = atomic_load(&g.st.uring_held) > before;
+		files++;
+		/* Only the thread can bring these now. */
+		cr_assert(wait_total(&g, files), "%u of %u file reads reported (held: %d)",
+			  atomic_load(&g.total), files, held);
+	}
+	for (unsigned i = NPIPE + 1; i < next; i += 2) {
+		cr_assert_eq(atomic_load(&g.dones[i]), 1, "read %u reported %u times", i,
+			     atomic_load(&g.dones[i]));
+		cr_assert_eq(g.res[i], (int64_t)g.len, "read %u: res %lld", i, (long long)g.res[i]);
+		t_check(g.bufs + (size_t)i * g.len, g.len, (uint64_t)g.reqs[i].offset, SEED);
+	}
+	fsaio__uring_stop(&g.x);
+	for (unsigned i = 0; i < next; i++)
+		if (i < NPIPE || (i - NPIPE) % 2 == 0)
+			cr_assert_eq(g.res[i], -ECANCELED, "pipe read %u: res %lld", i,
+				     (long long)g.res[i]);
+	for (unsigned i = 0; i < NPIPE; i++) {
+		close(pipes[i][0]);
+		close(pipes[i][1]);
+	}
+	cr_assert_eq(atomic_load(&g.punts), 0);
+	rig_end(&g);
+	if (!held)
+		cr_skip_test("no submit call held its SQEs in %d tries (the thread was in the ring "
+			     "each time); every read was reported\n", TRIES);
 }

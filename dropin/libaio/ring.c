@@ -359,6 +359,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	if (min_nr < 0 || min_nr > nr)
 		return -EINVAL;
 	deadline = tmo < 0 ? INT64_MAX : fsaio__mono_ns() + tmo;
+	fsaio__drive_back(c->engine);
 	if (tmo != 0 && sigmask) {
 		efd = efd_get(c);
 		if (efd < 0)

@@ -15,6 +15,9 @@ struct fsaio__counters {
 	_Atomic uint64_t bytes_inline, bytes_worker, probe_calls, probe_cold, cancelled;
 	/* readahead.c, uring.c */
 	_Atomic uint64_t ra_calls, ra_bytes, stream_hits, uring_sqes, bytes_uring;
+	/* uring.c, uring_doorbell.c: submitting enters; submit calls that
+	 * left their SQEs for a later enter (not in fsaio_stats) */
+	_Atomic uint64_t uring_enters, uring_held;
 	/* getevents.c, cq.c, method_file.c, uring_reap.c */
 	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
 	_Atomic uint64_t ring_reaped_caller, ring_reaped_thread;

@@ -14,6 +14,9 @@
  *
  * Binding: each request holds a fixed-file slot (uring_slots.c) from its
  * first SQE to its completion, so every SQE of it reaches the file it named.
+ * The slot gets its file in the enter of the request's submit call, or
+ * before that call returns when its SQE may wait for a later enter
+ * (uring_doorbell.c): either way the fd is taken at submit.
  *
  * Locks: sq_lock serialises the SQ side, the slots and `stopping`; it is a
  * leaf (completions are posted after it is dropped). The CQ side belongs
@@ -108,6 +111,8 @@ int fsaio__ring_flush(struct fsaio__uring *u)
 
 		if (ret >= 0 && !io_uring_sq_ready(&u->ring)) {
 			atomic_store_explicit(&u->pending, false, memory_order_relaxed);
+			atomic_store_explicit(&u->held, 0, memory_order_relaxed);
+			atomic_store_explicit(&u->must_enter, false, memory_order_relaxed);
 			return 0;
 		}
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
@@ -160,7 +165,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	}
 	if (!again)
 		r->exec_ = 0;
-	if (!again && (ret = fsaio__ring_bind_slot(u, r, bind))) {
+	if (!again && (ret = fsaio__ring_bind_slot(u, r, defer && fsaio__ring_may_hold(u), bind))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
 	}
@@ -179,7 +184,11 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	 * CQE before submit returns. */
 	fsaio__state_set(r, FSAIO__WAITING);
 	if (defer) {
+		if (bind[1])
+			atomic_store_explicit(&u->must_enter, true, memory_order_relaxed);
 		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
+		atomic_store_explicit(&u->held, atomic_load_explicit(&u->held, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
 		pthread_mutex_unlock(&u->sq_lock);
 		FSAIO__COUNT(u->x->st, uring_sqes, 1);
 		wake_for_waiters(u);
@@ -310,6 +319,8 @@ static void publish(struct fsaio__uring *u)
 		io_uring_smp_store_release(sq->ktail, sq->sqe_tail);
 	}
 	atomic_store_explicit(&u->pending, false, memory_order_relaxed);
+	atomic_store_explicit(&u->held, 0, memory_order_relaxed);
+	atomic_store_explicit(&u->must_enter, false, memory_order_relaxed);
 }
 
 /*
@@ -317,18 +328,24 @@ static void publish(struct fsaio__uring *u)
  * under sq_lock and the kernel is entered without it: the enter pays the
  * device's doorbell, and the harvester must not wait for that to give back
  * slots. The kernel takes its SQ in order whoever enters, so an enter of
- * another thread meanwhile may submit ours, and ours its. A refused enter
- * leaves the SQEs for the next one (pending).
+ * another thread meanwhile may submit ours, and ours its. Returns once
+ * the kernel has issued every SQE published so far, whoever published it:
+ * the kernel moves the head only at the end of a submission, so a caller
+ * that finds its SQEs published by another thread (a harvester) does not
+ * return before the file an SQE names by fd has been taken. A refused
+ * enter leaves the SQEs for the next one (pending).
  */
 void fsaio__uring_flush(struct fsaio__uring_exec *x)
 {
 	struct fsaio__uring *u = fsaio__ring_live(x);
 
-	if (!u || !atomic_load_explicit(&u->pending, memory_order_relaxed))
+	if (!u)
 		return;
-	pthread_mutex_lock(&u->sq_lock);
-	publish(u);
-	pthread_mutex_unlock(&u->sq_lock);
+	if (atomic_load_explicit(&u->pending, memory_order_relaxed)) {
+		pthread_mutex_lock(&u->sq_lock);
+		publish(u);
+		pthread_mutex_unlock(&u->sq_lock);
+	}
 	for (;;) {
 		unsigned n = io_uring_smp_load_acquire(u->ring.sq.ktail) -
 			     io_uring_smp_load_acquire(u->ring.sq.khead);
@@ -337,6 +354,7 @@ void fsaio__uring_flush(struct fsaio__uring_exec *x)
 		if (!n)
 			return;
 		ret = io_uring_enter((unsigned)u->ring.ring_fd, n, 0, 0, NULL);
+		FSAIO__COUNT(x->st, uring_enters, 1);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
 			atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 			return;

@@ -60,6 +60,11 @@ void fsaio__uring_init(struct fsaio__uring_exec *x, unsigned depth,
  * Whether a request may go to the ring at all is the caller's choice. */
 int fsaio__uring_queue(struct fsaio__uring_exec *x, struct fsaio_req *r, bool defer);
 void fsaio__uring_flush(struct fsaio__uring_exec *x);
+/* The end of a submit call: flush, or leave the SQEs for the caller's next
+ * visit when it keeps coming back (uring_doorbell.c). */
+void fsaio__uring_flush_soon(struct fsaio__uring_exec *x);
+/* A call into the ring begins: note how soon after the last submit call. */
+void fsaio__uring_back(struct fsaio__uring_exec *x);
 /* Take back a WAITING request: 0 if it will be reported -ECANCELED,
  * -EBUSY if too late. */
 int fsaio__uring_cancel(struct fsaio__uring_exec *x, struct fsaio_req *r);

@@ -83,6 +83,7 @@ static unsigned harvest(struct fsaio__uring *u, bool by_caller)
 	struct fsaio__batch b = { .n = 0 };
 	struct io_uring_cqe *cqes[HARVEST_MAX];
 	unsigned n, reqs = 0;
+	bool any = false;
 
 	do {
 		n = io_uring_peek_batch_cqe(&u->ring, cqes, HARVEST_MAX);
@@ -120,7 +121,12 @@ static unsigned harvest(struct fsaio__uring *u, bool by_caller)
 		fsaio__ring_release_slots(u);
 		if (b.n)
 			x->ops->flush(x->arg, &b);
+		any |= n != 0;
 	} while (n == HARVEST_MAX);
+	/* What submit calls held (uring_doorbell.c) enters with a harvest:
+	 * its caller may be the one it waits for. */
+	if (any)
+		fsaio__uring_flush(x);
 	return reqs;
 }
 
@@ -197,6 +203,8 @@ void *fsaio__ring_thread(void *arg)
 		if (step_back(u, seen_drive)) {
 			seen_drive = atomic_load(&u->drive_seq);
 			park(u);
+			/* Back from a step back: what submit calls held enters. */
+			fsaio__uring_flush(u->x);
 			idle_chores(u, &gen);
 			continue;
 		}
@@ -214,6 +222,11 @@ void *fsaio__ring_thread(void *arg)
 			if (atomic_load(&u->stop) ? !atomic_load(&u->inflight) :
 			    step_back(u, seen_drive))
 				break;
+			/* Nothing held back (uring_doorbell.c) waits with the
+			 * thread: Dekker with a submit call that holds. */
+			atomic_store(&u->in_wait, true);
+			atomic_thread_fence(memory_order_seq_cst);
+			fsaio__uring_flush(u->x);
 			/* Idle with files held: look again after a while. */
 			if (idle_dirty(u) && u->ext_arg) {
 				gen = atomic_load_explicit(&u->queued_gen, memory_order_relaxed);
@@ -224,6 +237,7 @@ void *fsaio__ring_thread(void *arg)
 					fsaio__ring_clear_slots(u);
 				(void)io_uring_wait_cqe(&u->ring, &cqe);
 			}
+			atomic_store(&u->in_wait, false);
 		}
 		release_owner(u);
 		atomic_store(&u->back_asked, false);
@@ -297,8 +311,11 @@ static int reap_once(struct fsaio__uring *u, const _Atomic uint32_t *word, uint3
 	    !atomic_load(&u->inflight))
 		return 0;
 	/* Dekker with the word's owner (uring.h, waiter): it moves the word,
-	 * then reads waiter. */
+	 * then reads waiter. And with a submit call that holds its SQEs
+	 * (uring_doorbell.c): nothing held waits with the caller. */
 	atomic_store(waiter, true);
+	atomic_thread_fence(memory_order_seq_cst);
+	fsaio__uring_flush(u->x);
 	if (atomic_load(word) != seen) {
 		atomic_store(waiter, false);
 		return 0;
@@ -316,6 +333,7 @@ static int drive(struct fsaio__uring_exec *x, const _Atomic uint32_t *word, uint
 	uint32_t was;
 	int ret = 0;
 
+	fsaio__uring_back(x);
 	if (!u || !u->ext_arg || !atomic_load(&u->inflight))
 		return -EAGAIN;
 	atomic_fetch_add(&u->drivers, 1);

@@ -56,6 +56,22 @@ struct fsaio__uring {
 	 * whoever submits; read without it by fsaio__uring_flush to skip the
 	 * lock when there is nothing to do. */
 	_Atomic bool pending;
+	/* The held doorbell (uring_doorbell.c). held: requests whose SQE
+	 * waits for a later enter (written under sq_lock, zeroed by whoever
+	 * submits; read without it as a hint). left_at: monotonic ns when a
+	 * submit call last returned with SQEs for the ring, 0 once the next
+	 * call into the ring has measured the gap; back_soon: whether that gap
+	 * was short. Both relaxed: a heuristic, never a correctness rule. */
+	_Atomic unsigned held;
+	_Atomic int64_t left_at;
+	_Atomic bool back_soon;
+	/* A queued SQE's file is named by fd (a FILES_UPDATE in the SQ): the
+	 * SQ must be entered before the submit call returns. Written under
+	 * sq_lock; read relaxed by the submitter that queued it. */
+	_Atomic bool must_enter;
+	/* seq_cst: the thread waits in the ring (set before it submits what is
+	 * held and waits, cleared after): a submit call then holds nothing. */
+	_Atomic bool in_wait;
 	_Atomic unsigned inflight; /* requests with an SQE or CQE outstanding */
 	/* sq_lock: requests fsaio_cancel asked the ring to take back; an entry
 	 * goes when the -ECANCELED arrives or the cancel failed. */
@@ -115,7 +131,11 @@ static inline unsigned fsaio__ring_slot_of(const struct fsaio_req *r)
  * SQEs free. */
 void fsaio__ring_slots_init(struct fsaio__uring *u, unsigned n);
 void fsaio__ring_slots_free(struct fsaio__uring *u);
-int fsaio__ring_bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_uring_sqe **out);
+int fsaio__ring_bind_slot(struct fsaio__uring *u, struct fsaio_req *r, bool now,
+			  struct io_uring_sqe **out);
+/* Whether a submit call's SQEs may wait past its return (uring_doorbell.c):
+ * the heuristics only, read without locks. */
+bool fsaio__ring_may_hold(struct fsaio__uring *u);
 void fsaio__ring_release_slots(struct fsaio__uring *u);  /* under owner */
 void fsaio__ring_clear_slots(struct fsaio__uring *u);    /* takes sq_lock */
 

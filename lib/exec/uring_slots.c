@@ -62,9 +62,13 @@ void fsaio__ring_slots_free(struct fsaio__uring *u)
  * uses the lowest k slots and slot_hi bounds what a clear rewrites. Where
  * no table could be registered, or all of a table smaller than the
  * context's depth are taken, r holds a duplicate fd (fsaio__bind).
- * Under sq_lock, with three SQEs free. 0 or -errno.
+ * With now, the slot gets the file by a registration update instead, before
+ * this returns: r's SQE may then wait in the SQ past the caller's return
+ * (uring_doorbell.c), and the fd is still taken at submit, as the kernel's
+ * AIO takes it. Under sq_lock, with three SQEs free. 0 or -errno.
  */
-int fsaio__ring_bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io_uring_sqe **out)
+int fsaio__ring_bind_slot(struct fsaio__uring *u, struct fsaio_req *r, bool now,
+			  struct io_uring_sqe **out)
 {
 	static int no_file = -1;
 	struct io_uring_sqe *sqe;
@@ -79,6 +83,17 @@ int fsaio__ring_bind_slot(struct fsaio__uring *u, struct fsaio_req *r, struct io
 	if (slot >= u->slot_hi)
 		u->slot_hi = slot + 1;
 	u->slot_fd[slot] = fsaio__fd(r);
+	if (now) {
+		int ret = io_uring_register_files_update(&u->ring, slot, &u->slot_fd[slot], 1);
+
+		if (ret != 1) {
+			/* The slot keeps what it held: free again. */
+			u->free_slots[u->nfree++] = slot;
+			return ret < 0 ? ret : -EBADF;
+		}
+		r->exec_ = slot + 1;
+		return 0;
+	}
 	out[0] = sqe = io_uring_get_sqe(&u->ring);
 	io_uring_prep_files_update(sqe, &no_file, 1, (int)slot);
 	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;

@@ -37,6 +37,11 @@ int fsaio__drive(fsaio_ctx_t *ctx, const _Atomic uint32_t *word, uint32_t seen,
 int fsaio__drive_cancellable(fsaio_ctx_t *ctx, const _Atomic uint32_t *word, uint32_t seen,
 			     int64_t deadline);
 
+/* A drop-in's reap call begins (io_getevents): how soon the caller came
+ * back after its last submit call decides whether the next ones may hold
+ * their requests for a while (the engine's doorbell policy). */
+void fsaio__drive_back(fsaio_ctx_t *ctx);
+
 /* A waiter that relies on the completion thread (it sleeps elsewhere, or
  * reads an eventfd) comes (+1) or goes (-1). */
 void fsaio__drive_need(fsaio_ctx_t *ctx, int delta);
@@ -62,7 +67,8 @@ void fsaio__set_deliver(fsaio_ctx_t *ctx,
  * accepted, else the -errno fsaio_submit would return. What it sent to
  * the io_uring ring waits for fsaio__submit_end, which the caller makes
  * once at the end of its call, so that one call's misses reach the ring
- * in one system call. */
+ * in one system call (or with a later call's, while the caller keeps
+ * coming back soon and the ring is busy: fsaio__drive_back). */
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r);
 void fsaio__submit_end(fsaio_ctx_t *ctx);
 

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DESIGN: when the SQEs of a submit call enter the kernel. By default
+ * before the call returns (fsaio__uring_flush). A caller that submits one
+ * request per call with many in flight (fio's libaio and posixaio engines,
+ * any submit-reap loop) would then pay an io_uring_enter and a device
+ * notification per request. So a submit call leaves its SQEs queued (held)
+ * while
+ *  - at least HOLD_MIN of the ring's requests are in the kernel: the device
+ *    has work, and their completions bring a harvest;
+ *  - the callers came back into the ring within HOLD_BACK_NS of the last
+ *    submit call returning: someone will be here shortly;
+ *  - no waiter relies on the ring's thread (an eventfd, RESFD requests, a
+ *    sleeper), and nobody waits in the ring (a caller or the thread): they
+ *    would sleep with them.
+ * Held SQEs enter with the next of: a submit call that does not hold, a
+ * harvest that found completions (a caller's poll, the thread), a caller
+ * or the thread about to wait in the ring, the thread's return from a step
+ * back (STEP_BACK_NS at most, uring_reap.c), a cancel, or stop. A caller
+ * that pauses after submitting thus delays that call's requests by its
+ * pause at most, and by STEP_BACK_NS in the worst case; its next submit
+ * calls enter at once until it comes back quickly again.
+ */
+#include "monoclock.h"
+#include "uring_ring.h"
+
+#define HOLD_MIN 4
+#define HOLD_BACK_NS 50000LL
+
+bool fsaio__ring_may_hold(struct fsaio__uring *u)
+{
+	return atomic_load_explicit(&u->back_soon, memory_order_relaxed) &&
+	       atomic_load(&u->x->needs) <= 0 &&
+	       atomic_load_explicit(&u->inflight, memory_order_relaxed) >=
+	       atomic_load_explicit(&u->held, memory_order_relaxed) + HOLD_MIN;
+}
+
+void fsaio__uring_flush_soon(struct fsaio__uring_exec *x)
+{
+	struct fsaio__uring *u = fsaio__ring_live(x);
+
+	if (!u || !atomic_load_explicit(&u->pending, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&u->left_at, fsaio__mono_ns(), memory_order_relaxed);
+	/* Bound by fd at the enter: only entering now takes the file now. */
+	if (!atomic_load_explicit(&u->must_enter, memory_order_relaxed) && fsaio__ring_may_hold(u)) {
+		/* Dekker with whoever waits in the ring (x->waiter, u->in_wait):
+		 * it sets its flag, then submits what is held. */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!atomic_load(&x->waiter) && !atomic_load(&u->in_wait)) {
+			FSAIO__COUNT(x->st, uring_held, 1);
+			return;
+		}
+	}
+	fsaio__uring_flush(x);
+}
+
+void fsaio__uring_back(struct fsaio__uring_exec *x)
+{
+	struct fsaio__uring *u = fsaio__ring_live(x);
+	int64_t at;
+
+	if (!u)
+		return;
+	if (atomic_load_explicit(&u->left_at, memory_order_relaxed) &&
+	    (at = atomic_exchange_explicit(&u->left_at, 0, memory_order_relaxed)))
+		atomic_store_explicit(&u->back_soon, fsaio__mono_ns() - at < HOLD_BACK_NS,
+				      memory_order_relaxed);
+}
