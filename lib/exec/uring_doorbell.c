@@ -39,8 +39,14 @@ void fsaio__uring_flush_soon(struct fsaio__uring_exec *x)
 {
 	struct fsaio__uring *u = fsaio__ring_live(x);
 
-	if (!u || !atomic_load_explicit(&u->pending, memory_order_relaxed))
+	if (!u)
 		return;
+	/* Nothing of ours unpublished; a harvester may have published it and
+	 * not yet entered: the flush waits for the kernel to take it. */
+	if (!atomic_load_explicit(&u->pending, memory_order_relaxed)) {
+		fsaio__uring_flush(x);
+		return;
+	}
 	atomic_store_explicit(&u->left_at, fsaio__mono_ns(), memory_order_relaxed);
 	/* Bound by fd at the enter: only entering now takes the file now. */
 	if (!atomic_load_explicit(&u->must_enter, memory_order_relaxed) && fsaio__ring_may_hold(u)) {
