@@ -101,6 +101,15 @@ struct io_uring_sqe *fsaio__ring_get_sqe(struct fsaio__uring *u)
 	return sqe;
 }
 
+/* Everything queued has been handed to the kernel: nothing pending, held,
+ * or bound by fd in the SQ. Under sq_lock. */
+static void sq_handed_over(struct fsaio__uring *u)
+{
+	atomic_store_explicit(&u->pending, false, memory_order_relaxed);
+	atomic_store_explicit(&u->held, 0, memory_order_relaxed);
+	atomic_store_explicit(&u->must_enter, false, memory_order_relaxed);
+}
+
 /* Submit what is prepared. The kernel consumes SQEs it cannot start with an
  * error CQE, so only a refused io_uring_enter leaves them in the SQ; EINTR,
  * EAGAIN (no memory for now) and EBUSY (CQ overflow backlog) go round. */
@@ -110,9 +119,7 @@ int fsaio__ring_flush(struct fsaio__uring *u)
 		int ret = io_uring_submit(&u->ring);
 
 		if (ret >= 0 && !io_uring_sq_ready(&u->ring)) {
-			atomic_store_explicit(&u->pending, false, memory_order_relaxed);
-			atomic_store_explicit(&u->held, 0, memory_order_relaxed);
-			atomic_store_explicit(&u->must_enter, false, memory_order_relaxed);
+			sq_handed_over(u);
 			return 0;
 		}
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
@@ -187,8 +194,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 		if (bind[1])
 			atomic_store_explicit(&u->must_enter, true, memory_order_relaxed);
 		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
-		atomic_store_explicit(&u->held, atomic_load_explicit(&u->held, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+		atomic_fetch_add_explicit(&u->held, 1, memory_order_relaxed);
 		pthread_mutex_unlock(&u->sq_lock);
 		FSAIO__COUNT(u->x->st, uring_sqes, 1);
 		wake_for_waiters(u);
@@ -318,9 +324,7 @@ static void publish(struct fsaio__uring *u)
 		sq->sqe_head = sq->sqe_tail;
 		io_uring_smp_store_release(sq->ktail, sq->sqe_tail);
 	}
-	atomic_store_explicit(&u->pending, false, memory_order_relaxed);
-	atomic_store_explicit(&u->held, 0, memory_order_relaxed);
-	atomic_store_explicit(&u->must_enter, false, memory_order_relaxed);
+	sq_handed_over(u);
 }
 
 /*
