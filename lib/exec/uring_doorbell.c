@@ -52,7 +52,7 @@ void fsaio__uring_flush_soon(struct fsaio__uring_exec *x)
 	if (!atomic_load_explicit(&u->must_enter, memory_order_relaxed) && fsaio__ring_may_hold(u)) {
 		/* Dekker with whoever waits in the ring (x->waiter, u->in_wait):
 		 * it sets its flag, then submits what is held. */
-		atomic_thread_fence(memory_order_seq_cst);
+		fsaio__ring_handshake(u);
 		if (!atomic_load(&x->waiter) && !atomic_load(&u->in_wait)) {
 			FSAIO__COUNT(x->st, uring_held, 1);
 			return;

@@ -225,7 +225,7 @@ void *fsaio__ring_thread(void *arg)
 			/* Nothing held back (uring_doorbell.c) waits with the
 			 * thread: Dekker with a submit call that holds. */
 			atomic_store(&u->in_wait, true);
-			atomic_thread_fence(memory_order_seq_cst);
+			fsaio__ring_handshake(u);
 			fsaio__uring_flush(u->x);
 			/* Idle with files held: look again after a while. */
 			if (idle_dirty(u) && u->ext_arg) {
@@ -314,7 +314,7 @@ static int reap_once(struct fsaio__uring *u, const _Atomic uint32_t *word, uint3
 	 * then reads waiter. And with a submit call that holds its SQEs
 	 * (uring_doorbell.c): nothing held waits with the caller. */
 	atomic_store(waiter, true);
-	atomic_thread_fence(memory_order_seq_cst);
+	fsaio__ring_handshake(u);
 	fsaio__uring_flush(u->x);
 	if (atomic_load(word) != seen) {
 		atomic_store(waiter, false);

@@ -72,6 +72,8 @@ struct fsaio__uring {
 	/* seq_cst: the thread waits in the ring (set before it submits what is
 	 * held and waits, cleared after): a submit call then holds nothing. */
 	_Atomic bool in_wait;
+	/* The meeting point of that Dekker (fsaio__ring_handshake). */
+	_Atomic unsigned handshake;
 	_Atomic unsigned inflight; /* requests with an SQE or CQE outstanding */
 	/* sq_lock: requests fsaio_cancel asked the ring to take back; an entry
 	 * goes when the -ECANCELED arrives or the cancel failed. */
@@ -156,6 +158,16 @@ static inline struct fsaio__uring *fsaio__ring_live(struct fsaio__uring_exec *x)
 	struct fsaio__uring *u = atomic_load_explicit(&x->ring, memory_order_acquire);
 
 	return u == URING_CREATING || u == URING_UNAVAILABLE ? NULL : u;
+}
+
+/* The Dekker between a submit call that holds its SQEs and whoever waits
+ * in the ring: each side stores its own flag (pending, or waiter/in_wait),
+ * meets here, then reads the other's. Read-modify-writes of one word are
+ * ordered, so the later side sees the earlier side's store. An RMW rather
+ * than a fence: the thread sanitizer models the one, not the other. */
+static inline void fsaio__ring_handshake(struct fsaio__uring *u)
+{
+	(void)atomic_fetch_add_explicit(&u->handshake, 1, memory_order_acq_rel);
 }
 
 #endif /* FSAIO_URING_RING_H */
