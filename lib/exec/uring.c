@@ -107,6 +107,7 @@ static void sq_handed_over(struct fsaio__uring *u)
 {
 	atomic_store_explicit(&u->pending, false, memory_order_relaxed);
 	atomic_store_explicit(&u->held, 0, memory_order_relaxed);
+	atomic_store_explicit(&u->held_bytes, 0, memory_order_relaxed);
 	atomic_store_explicit(&u->must_enter, false, memory_order_relaxed);
 }
 
@@ -149,17 +150,34 @@ static void wake_for_waiters(struct fsaio__uring *u)
 		fsaio__ring_wake_thread(u);
 }
 
+/* The bytes r's SQE moves: what a held batch weighs (uring_doorbell.c). */
+static uint64_t sqe_bytes(const struct fsaio_req *r)
+{
+	uint64_t n = 0;
+
+	if (!fsaio__is_rw(r))
+		return 0;
+	if (!fsaio__is_vectored(r))
+		return r->len - r->done_;
+	for (uint64_t i = 0; i < r->len; i++)
+		n += r->iov[i].iov_len;
+	return n - r->done_;
+}
+
 /* Queue r's remainder; called by submitters and by whoever harvests, to
  * continue a short result. -ESHUTDOWN once destroy began. */
 int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer)
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
 	struct io_uring_sqe *sqe, *bind[2] = { NULL, NULL };
+	uint64_t bytes;
 	int ret;
 
 	/* A vectored remainder lives in tmp: it must be submitted now. */
 	if (fsaio__is_vectored(r) && r->done_)
 		defer = false;
+	/* Read before r is WAITING: from then on a harvester may write it. */
+	bytes = defer ? sqe_bytes(r) : 0;
 	pthread_mutex_lock(&u->sq_lock);
 	if (u->stopping) {
 		pthread_mutex_unlock(&u->sq_lock);
@@ -172,7 +190,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	}
 	if (!again)
 		r->exec_ = 0;
-	if (!again && (ret = fsaio__ring_bind_slot(u, r, defer && fsaio__ring_may_hold(u), bind))) {
+	if (!again && (ret = fsaio__ring_bind_slot(u, r, defer && fsaio__ring_may_hold(u, bytes), bind))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
 	}
@@ -195,6 +213,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 			atomic_store_explicit(&u->must_enter, true, memory_order_relaxed);
 		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 		atomic_fetch_add_explicit(&u->held, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&u->held_bytes, bytes, memory_order_relaxed);
 		pthread_mutex_unlock(&u->sq_lock);
 		FSAIO__COUNT(u->x->st, uring_sqes, 1);
 		wake_for_waiters(u);

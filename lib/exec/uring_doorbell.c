@@ -10,6 +10,10 @@
  *    has work, and their completions bring a harvest;
  *  - the callers came back into the ring within HOLD_BACK_NS of the last
  *    submit call returning: someone will be here shortly;
+ *  - what is held reads or writes less than HOLD_BYTES: a held batch
+ *    enters in one plug, and its first reads wait at the device while the
+ *    rest are built; past about 64 KiB that wait costs more than the
+ *    notifications it saves (bench/RESULTS.md);
  *  - no waiter relies on the ring's thread (an eventfd, RESFD requests, a
  *    sleeper), and nobody waits in the ring (a caller or the thread): they
  *    would sleep with them.
@@ -26,10 +30,12 @@
 
 #define HOLD_MIN 4
 #define HOLD_BACK_NS 50000LL
+#define HOLD_BYTES (64u * 1024)
 
-bool fsaio__ring_may_hold(struct fsaio__uring *u)
+bool fsaio__ring_may_hold(struct fsaio__uring *u, uint64_t more)
 {
 	return atomic_load_explicit(&u->back_soon, memory_order_relaxed) &&
+	       atomic_load_explicit(&u->held_bytes, memory_order_relaxed) + more < HOLD_BYTES &&
 	       atomic_load(&u->x->needs) <= 0 &&
 	       atomic_load_explicit(&u->inflight, memory_order_relaxed) >=
 	       atomic_load_explicit(&u->held, memory_order_relaxed) + HOLD_MIN;
@@ -49,7 +55,7 @@ void fsaio__uring_flush_soon(struct fsaio__uring_exec *x)
 	}
 	atomic_store_explicit(&u->left_at, fsaio__mono_ns(), memory_order_relaxed);
 	/* Bound by fd at the enter: only entering now takes the file now. */
-	if (!atomic_load_explicit(&u->must_enter, memory_order_relaxed) && fsaio__ring_may_hold(u)) {
+	if (!atomic_load_explicit(&u->must_enter, memory_order_relaxed) && fsaio__ring_may_hold(u, 0)) {
 		/* Dekker with whoever waits in the ring (x->waiter, u->in_wait):
 		 * it sets its flag, then submits what is held. */
 		fsaio__ring_handshake(u);

@@ -61,8 +61,10 @@ struct fsaio__uring {
 	 * submits; read without it as a hint). left_at: monotonic ns when a
 	 * submit call last returned with SQEs for the ring, 0 once the next
 	 * call into the ring has measured the gap; back_soon: whether that gap
-	 * was short. Both relaxed: a heuristic, never a correctness rule. */
+	 * was short; held_bytes: the bytes the held SQEs read or write (kept
+	 * as held is). All relaxed: a heuristic, never a correctness rule. */
 	_Atomic unsigned held;
+	_Atomic uint64_t held_bytes;
 	_Atomic int64_t left_at;
 	_Atomic bool back_soon;
 	/* A queued SQE's file is named by fd (a FILES_UPDATE in the SQ): the
@@ -135,9 +137,10 @@ void fsaio__ring_slots_init(struct fsaio__uring *u, unsigned n);
 void fsaio__ring_slots_free(struct fsaio__uring *u);
 int fsaio__ring_bind_slot(struct fsaio__uring *u, struct fsaio_req *r, bool now,
 			  struct io_uring_sqe **out);
-/* Whether a submit call's SQEs may wait past its return (uring_doorbell.c):
- * the heuristics only, read without locks. */
-bool fsaio__ring_may_hold(struct fsaio__uring *u);
+/* Whether a submit call's SQEs may wait past its return (uring_doorbell.c),
+ * with more bytes still to join those held: the heuristics only, read
+ * without locks. */
+bool fsaio__ring_may_hold(struct fsaio__uring *u, uint64_t more);
 void fsaio__ring_release_slots(struct fsaio__uring *u);  /* under owner */
 void fsaio__ring_clear_slots(struct fsaio__uring *u);    /* takes sq_lock */
 
