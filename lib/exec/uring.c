@@ -213,7 +213,11 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 			atomic_store_explicit(&u->must_enter, true, memory_order_relaxed);
 		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 		atomic_fetch_add_explicit(&u->held, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&u->held_bytes, bytes, memory_order_relaxed);
+		/* A batch enters at HOLD_BYTES (uring_doorbell.c): the reads it
+		 * holds wait in its plug while the rest are built. */
+		if (atomic_fetch_add_explicit(&u->held_bytes, bytes, memory_order_relaxed) + bytes >=
+		    FSAIO__HOLD_BYTES)
+			(void)fsaio__ring_flush(u);
 		pthread_mutex_unlock(&u->sq_lock);
 		FSAIO__COUNT(u->x->st, uring_sqes, 1);
 		wake_for_waiters(u);

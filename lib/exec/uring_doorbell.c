@@ -10,10 +10,12 @@
  *    has work, and their completions bring a harvest;
  *  - the callers came back into the ring within HOLD_BACK_NS of the last
  *    submit call returning: someone will be here shortly;
- *  - what is held reads or writes less than HOLD_BYTES: a held batch
+ *  - what is held reads or writes less than FSAIO__HOLD_BYTES: a batch
  *    enters in one plug, and its first reads wait at the device while the
  *    rest are built; past about 64 KiB that wait costs more than the
- *    notifications it saves (bench/RESULTS.md);
+ *    notifications it saves (bench/RESULTS.md). For the same reason a
+ *    batch one submit call builds enters as soon as it carries that much
+ *    (fsaio__ring_queue);
  *  - no waiter relies on the ring's thread (an eventfd, RESFD requests, a
  *    sleeper), and nobody waits in the ring (a caller or the thread): they
  *    would sleep with them.
@@ -30,12 +32,11 @@
 
 #define HOLD_MIN 4
 #define HOLD_BACK_NS 50000LL
-#define HOLD_BYTES (64u * 1024)
 
 bool fsaio__ring_may_hold(struct fsaio__uring *u, uint64_t more)
 {
 	return atomic_load_explicit(&u->back_soon, memory_order_relaxed) &&
-	       atomic_load_explicit(&u->held_bytes, memory_order_relaxed) + more < HOLD_BYTES &&
+	       atomic_load_explicit(&u->held_bytes, memory_order_relaxed) + more < FSAIO__HOLD_BYTES &&
 	       atomic_load(&u->x->needs) <= 0 &&
 	       atomic_load_explicit(&u->inflight, memory_order_relaxed) >=
 	       atomic_load_explicit(&u->held, memory_order_relaxed) + HOLD_MIN;

@@ -31,6 +31,8 @@
 #define CANCEL_MAX 64           /* cancels in progress at once; beyond: -EBUSY */
 #define SQ_MAX 256
 #define CQ_MAX 65536
+/* The most a batch of SQEs carries before it enters (uring_doorbell.c). */
+#define FSAIO__HOLD_BYTES (64u * 1024)
 
 /* CQEs taken per harvest round: fewer than a batch of events, so that the
  * batch is posted only at the end of the round, after the slots. */
