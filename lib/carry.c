@@ -64,13 +64,13 @@ enum dest {
 };
 
 /* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
- * per inode); read misses below STARTED_MIN to the ring, where a small miss
- * costs a third to a half of the CPU of a parked thread; from STARTED_MIN
- * to STARTED_MAX to the pool with their reads started up front, which
- * measured nearer the device than io_uring's buffered path at about its CPU
- * per I/O; larger ones up to AUTO_RING_MAX to the ring again, the rest to
- * the pool (docs/design-notes.md). */
-#define STARTED_MIN (32u * 1024)
+ * per inode); read misses below STARTED_MIN to the ring, where a miss costs
+ * a third to a half of the CPU of a parked thread; from STARTED_MIN to
+ * STARTED_MAX (64 KiB) to the pool with their reads started up front, which
+ * measured nearer the device than io_uring's buffered path for a caller
+ * that submits many at once; larger ones up to AUTO_RING_MAX to the ring
+ * again, the rest to the pool (docs/design-notes.md). */
+#define STARTED_MIN (64u * 1024)
 #define AUTO_RING_MAX (1024u * 1024)
 /* The largest miss whose reads the submitter starts (fsaio__ra_start), on
  * any backend: the sizes measured. A larger one would keep the submitter
