@@ -213,8 +213,9 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 			atomic_store_explicit(&u->must_enter, true, memory_order_relaxed);
 		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
 		atomic_fetch_add_explicit(&u->held, 1, memory_order_relaxed);
-		/* A batch enters at HOLD_BYTES (uring_doorbell.c): the reads it
-		 * holds wait in its plug while the rest are built. */
+		/* A batch enters at FSAIO__HOLD_BYTES (uring_doorbell.c): the reads
+		 * it holds would wait in its plug while the rest are built; a
+		 * refused enter leaves them for the end of the call. */
 		if (atomic_fetch_add_explicit(&u->held_bytes, bytes, memory_order_relaxed) + bytes >=
 		    FSAIO__HOLD_BYTES)
 			(void)fsaio__ring_flush(u);
