@@ -153,15 +153,7 @@ static void wake_for_waiters(struct fsaio__uring *u)
 /* The bytes r's SQE moves: what a held batch weighs (uring_doorbell.c). */
 static uint64_t sqe_bytes(const struct fsaio_req *r)
 {
-	uint64_t n = 0;
-
-	if (!fsaio__is_rw(r))
-		return 0;
-	if (!fsaio__is_vectored(r))
-		return r->len - r->done_;
-	for (uint64_t i = 0; i < r->len; i++)
-		n += r->iov[i].iov_len;
-	return n - r->done_;
+	return fsaio__is_rw(r) ? fsaio__total(r) - r->done_ : 0;
 }
 
 /* Queue r's remainder; called by submitters and by whoever harvests, to
