@@ -440,12 +440,12 @@ Test(exec_uring, a_held_read_enters_without_the_caller)
 			     "each time); every read was reported\n", TRIES);
 }
 
-/* A held batch stays under 64 KiB (uring_doorbell.c, HOLD_BYTES): a read
- * of 64 KiB enters before its submit call returns, whatever the thread is
- * doing, and is reported as any other. */
+/* A held batch stays under 64 KiB (FSAIO__HOLD_BYTES): a read of 64 KiB
+ * enters before its submit call returns, whatever the thread is doing, and
+ * is reported as any other. */
 Test(exec_uring, a_64k_read_is_never_held)
 {
-	cr_assert_eq(hold_file_reads(64u << 10, 20), 0, "a submit call held a 64 KiB read");
+	cr_assert_eq(hold_file_reads(FSAIO__HOLD_BYTES, 20), 0, "a submit call held a 64 KiB read");
 }
 
 /* A batch a submit call builds enters once it carries 64 KiB

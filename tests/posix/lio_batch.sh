@@ -9,11 +9,11 @@
 # enter of its own; batched, a list enters in batches of 64 KiB (two for 32
 # reads of 4 KiB), and a harvest that runs meanwhile may enter what is
 # built so far. Asserted: at most one enter per list and one per 4 reads,
-# while at least 4 reads per list went through the ring. The aiocbs are zeroed, so
-# they ask for signal 0, which sends nothing: such requests must not go to
-# the worker pool (the drop-in's context for signalled requests). Where too
-# few reads reached the ring because pages stayed cached, the run is
-# redone, then skipped with a message.
+# while at least 4 reads per list went through the ring. The aiocbs are
+# zeroed, so they ask for signal 0, which sends nothing: such requests must
+# not go to the worker pool (the drop-in's context for signalled
+# requests). Where too few reads reached the ring because pages stayed
+# cached, the run is redone, then skipped with a message.
 #
 #   lio_batch.sh LIO_BATCH DROPIN.so DIR
 set -eu
