@@ -64,13 +64,10 @@ enum dest {
 };
 
 /* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
- * per inode); read misses below STARTED_MIN to the ring, where a miss costs
- * a third to a half of the CPU of a parked thread; from STARTED_MIN to
- * STARTED_MAX (64 KiB) to the pool with their reads started up front, which
- * measured nearer the device than io_uring's buffered path for a caller
- * that submits many at once; larger ones up to AUTO_RING_MAX to the ring
- * again, the rest to the pool (docs/design-notes.md). */
-#define STARTED_MIN (64u * 1024)
+ * per inode); read misses up to AUTO_RING_MAX to the ring, where a miss
+ * costs a third to a half of the CPU of a parked thread and, one request
+ * per submit call, a 64 KiB one measured more IOPS than on the started
+ * pool; larger ones to the pool (docs/design-notes.md). */
 #define AUTO_RING_MAX (1024u * 1024)
 /* The largest miss whose reads the submitter starts (fsaio__ra_start), on
  * any backend: the sizes measured. A larger one would keep the submitter
@@ -108,8 +105,8 @@ static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__
 		ring = fsaio__uring_usable(p->uring);
 		break;
 	default:
-		ring = !fsaio__is_write(r) && (left < STARTED_MIN ||
-		       (left > STARTED_MAX && left <= AUTO_RING_MAX)) && fsaio__uring_usable(p->uring);
+		ring = !fsaio__is_write(r) && left <= AUTO_RING_MAX &&
+		       fsaio__uring_usable(p->uring);
 		break;
 	}
 	switch (why) {

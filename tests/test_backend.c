@@ -110,6 +110,35 @@ Test(backend, half_cached_read)
 	}
 }
 
+/* AUTO's routing of a read miss by what is left of it: up to 1 MiB to the
+ * ring, 64 KiB ones included; larger ones to the worker pool. What the
+ * inline attempt did comes off first, so the check is on what was left. */
+Test(backend, auto_sends_read_misses_up_to_1m_to_the_ring)
+{
+	static const size_t lens[] = { 4 * KiB, 64 * KiB, 1 * MiB, 1 * MiB + 64 * KiB };
+	const char *be = getenv("FSAIO_BACKEND");
+	int fd = t_tmpfile(4 * MiB, 14);
+
+	if (be && strcmp(be, "auto"))
+		cr_skip_test("FSAIO_BACKEND=%s decides for the default context\n", be);
+	if (!t_ring_ok())
+		cr_skip_test("no io_uring here: every miss is the pool's\n");
+	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		uint8_t *buf = malloc(lens[i]);
+		fsaio_ctx_t *ctx = read_past_inline(FSAIO_BACKEND_AUTO, fd, buf, lens[i], MiB, 0);
+		struct fsaio_stats st = t_stats(ctx);
+		bool ring = lens[i] - st.bytes_inline <= 1 * MiB;
+
+		t_check_pattern(buf, lens[i], MiB, 14);
+		cr_assert_eq(st.bytes_uring > 0, ring, "%zu bytes, %llu inline: ring %llu, pool %llu",
+			     lens[i], (unsigned long long)st.bytes_inline,
+			     (unsigned long long)st.bytes_uring, (unsigned long long)st.bytes_worker);
+		cr_assert_eq(st.bytes_worker > 0, !ring);
+		t_ctx_destroy(ctx);
+		free(buf);
+	}
+}
+
 Test(backend, eof_crossing_read)
 {
 	const size_t size = 300000;
@@ -323,17 +352,17 @@ Test(backend, missing_fd_goes_straight_to_ring_and_back_inline_when_hot)
 }
 
 /*
- * The same for misses that are the pool's (64 KiB reads: started reads on
- * a worker, on either backend): an fd whose reads keep missing sends them
- * there without a probe, and once it is hot they are inline again. Each
- * hit (the kernel may keep or read ahead a page) starts the streak over:
- * the bound on probes allows for that.
+ * The same for misses that are the pool's (64 KiB reads on the threads
+ * backend: started reads on a worker): an fd whose reads keep missing
+ * sends them there without a probe, and once it is hot they are inline
+ * again. Each hit (the kernel may keep or read ahead a page) starts the
+ * streak over: the bound on probes allows for that.
  */
-static void missing_fd_to_pool(uint32_t backend)
+Test(backend, missing_fd_goes_straight_to_pool_and_back_inline_when_hot)
 {
 	enum { N = 64, LEN = 64 * 1024, GAP = 256 * 1024 };
 	int fd = t_tmpfile(N * GAP, 177);
-	fsaio_ctx_t *ctx = t_ctx_backend(backend);
+	fsaio_ctx_t *ctx = t_ctx_backend(FSAIO_BACKEND_THREADS);
 	uint8_t *buf = malloc(LEN);
 	struct fsaio_req req;
 	struct fsaio_event ev;
@@ -358,17 +387,6 @@ static void missing_fd_to_pool(uint32_t backend)
 	hot_again_inline(ctx, fd, buf, N, LEN, GAP);
 	t_ctx_destroy(ctx);
 	free(buf);
-}
-
-Test(backend, missing_fd_goes_straight_to_pool_and_back_inline_when_hot)
-{
-	const char *be = getenv("FSAIO_BACKEND");
-
-	/* The default context follows FSAIO_BACKEND: with uring every miss
-	 * is the ring's. */
-	if (!be || strcmp(be, "uring"))
-		missing_fd_to_pool(FSAIO_BACKEND_AUTO);
-	missing_fd_to_pool(FSAIO_BACKEND_THREADS);
 }
 
 /* A read miss for the pool has its disk reads started by the submitter, so
