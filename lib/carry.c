@@ -218,7 +218,9 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 		case RING:
 			/* r may be complete and reused once queued: read done_ first. */
 			partial = r->done_ != 0;
-			if (fsaio__uring_queue(fsaio__parts(ctx)->uring, r, b != NULL) == 0) {
+			if (fsaio__uring_queue(fsaio__parts(ctx)->uring, r,
+					       !b ? FSAIO__ENTER_NOW : b->alone ? FSAIO__ENTER_MAY_HOLD :
+					       FSAIO__ENTER_BY_CALL) == 0) {
 				if (partial)
 					FSAIO__INC(ctx, partial_inline, 1);
 				return 0;

@@ -154,9 +154,10 @@ static bool reserve(struct fsaio_ctx *ctx)
  * is to be disabled only before a step that may reach a cancellation point
  * (nocancel.h), or any other value when the caller disabled it. flush:
  * submit what went to the io_uring ring now; else the caller does, with
- * fsaio__submit_end. */
+ * fsaio__submit_end. alone: the caller's call brings one request
+ * (fsaio__batch.alone). */
 static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int cs,
-		       bool flush)
+		       bool flush, bool alone)
 {
 	struct fsaio__batch b;
 	int saved = errno, ret = 0;
@@ -171,6 +172,7 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 	fsaio__uring_back(&ctx->uring);
 	b.n = 0;
 	b.cs = cs;
+	b.alone = alone;
 	for (i = 0; i < nr; i++) {
 		struct fsaio_req *r = reqs[i];
 		struct fsaio__fdinfo fi;
@@ -212,12 +214,12 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 
 FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 {
-	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE, true));
+	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE, true, nr == 1));
 }
 
 int fsaio__submit_lazy(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 {
-	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY, true);
+	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY, true, nr == 1);
 }
 
 /*
@@ -227,9 +229,9 @@ int fsaio__submit_lazy(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
  * or lio_listio's misses reach the ring in one io_uring_enter. 1 once
  * accepted, or -errno.
  */
-int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r)
+int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r, bool alone)
 {
-	return submit_body(ctx, &r, 1, FSAIO__CS_LAZY, false);
+	return submit_body(ctx, &r, 1, FSAIO__CS_LAZY, false, alone);
 }
 
 void fsaio__submit_end(fsaio_ctx_t *ctx)

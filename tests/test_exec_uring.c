@@ -6,8 +6,9 @@
  * driving it, each reported exactly once through done with the file's
  * bytes; reads queued from several threads; a read waiting on an empty
  * pipe cancels; stop with reads in flight reports each once; a read a
- * submit call held back enters without the caller, one of 64 KiB is
- * never held, and a batch enters once it carries 64 KiB. Skipped where
+ * submit call held back enters without the caller, one of 64 KiB or of a
+ * call of several is never held, and a batch enters once it carries
+ * 64 KiB. Skipped where
  * io_uring is refused (io_uring_disabled, ENOSYS, EPERM).
  */
 #ifdef T_NO_CRITERION
@@ -201,7 +202,8 @@ Test(exec_uring, cold_reads_carried_by_the_thread)
 	cr_assert(fsaio__uring_usable(&g.x));
 	for (unsigned i = 0; i < NREQ; i++) {
 		/* Out of order; every other one deferred, flushed in eights. */
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 97u), i % 2), 0,
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 97u),
+						 i % 2 ? FSAIO__ENTER_BY_CALL : FSAIO__ENTER_NOW), 0,
 			     "queue %u", i);
 		if (i % 8 == 7)
 			fsaio__uring_flush(&g.x);
@@ -221,7 +223,8 @@ Test(exec_uring, a_caller_drives_the_ring)
 
 	rig_start(&g, NREQ, 4096);
 	for (unsigned i = 0; i < NREQ; i++)
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 131u), true), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 131u),
+						FSAIO__ENTER_BY_CALL), 0);
 	fsaio__uring_flush(&g.x);
 	for (int64_t end = fsaio__mono_ns() + 30 * 1000000000LL;
 	     atomic_load(&g.total) < NREQ && fsaio__mono_ns() < end;) {
@@ -256,7 +259,8 @@ static void *queue_some(void *arg)
 
 	for (unsigned i = q->first; i < q->first + q->count; i++) {
 		/* Deferred, then flushed in batches, as fsaio_submit does. */
-		if (fsaio__uring_queue(&q->g->x, prep_file_read(q->g, i, i * 53u), true) != 0)
+		if (fsaio__uring_queue(&q->g->x, prep_file_read(q->g, i, i * 53u),
+				       FSAIO__ENTER_BY_CALL) != 0)
 			atomic_fetch_add(q->refused, 1);
 		if (i % 4 == 3)
 			fsaio__uring_flush(&q->g->x);
@@ -275,7 +279,7 @@ Test(exec_uring, reads_queued_from_threads)
 	rig_start(&g, NREQ + 1, 8192);
 	/* The first read makes the ring (a queue that finds it being made is
 	 * refused, and its caller carries the request another way). */
-	cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, 0, 0), false), 0);
+	cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, 0, 0), FSAIO__ENTER_NOW), 0);
 	for (unsigned i = 0; i < NTHREADS; i++) {
 		q[i] = (struct queuer){ .g = &g, .first = 1 + i * (NREQ / NTHREADS),
 					.count = NREQ / NTHREADS, .refused = &refused };
@@ -299,7 +303,7 @@ Test(exec_uring, a_waiting_read_cancels)
 	rig_start(&g, 2, 64);
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	/* An empty pipe: the read waits in the ring until cancelled. */
-	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 0, p[0], g.len, 0), false), 0);
+	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 0, p[0], g.len, 0), FSAIO__ENTER_NOW), 0);
 	usleep(20000);
 	cr_assert_eq(atomic_load(&g.total), 0, "a read of an empty pipe was reported");
 	cr_assert_eq(fsaio__uring_cancel(&g.x, &g.reqs[0]), 0);
@@ -310,7 +314,7 @@ Test(exec_uring, a_waiting_read_cancels)
 	/* The pipe's data reaches no one: the read is gone from the ring. */
 	cr_assert_eq(write(p[1], "x", 1), 1);
 	/* A file read still goes through after the cancel. */
-	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 1, g.fd, g.len, 4096), false), 0);
+	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 1, g.fd, g.len, 4096), FSAIO__ENTER_NOW), 0);
 	cr_assert(wait_total(&g, 2));
 	cr_assert_eq(g.res[1], (int64_t)g.len);
 	t_check(g.bufs + g.len, g.len, 4096, SEED);
@@ -333,10 +337,11 @@ Test(exec_uring, stop_reports_each_read_in_flight_once)
 	rig_start(&g, NPIPE + NFILE, 65536);
 	for (unsigned i = 0; i < NPIPE; i++) {
 		cr_assert_eq(pipe2(pipes[i], O_CLOEXEC), 0);
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, i, pipes[i][0], 64, 0), true), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, i, pipes[i][0], 64, 0),
+						FSAIO__ENTER_BY_CALL), 0);
 	}
 	for (unsigned i = NPIPE; i < NPIPE + NFILE; i++)
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i - NPIPE), true), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i - NPIPE), FSAIO__ENTER_BY_CALL), 0);
 	fsaio__uring_flush(&g.x);
 	/* At once: the file reads are still in flight, the pipe reads wait. */
 	fsaio__uring_stop(&g.x);
@@ -374,9 +379,9 @@ Test(exec_uring, stop_reports_each_read_in_flight_once)
  * never calls into the ring again. Whether the call holds depends on where
  * the thread is at that moment: tried until it does (or tries times), and
  * every file read queued meanwhile must be reported either way. File reads
- * of len bytes; returns the submit calls that held.
+ * of len bytes, queued as when says; returns the submit calls that held.
  */
-static uint64_t hold_file_reads(size_t len, unsigned tries)
+static uint64_t hold_file_reads(size_t len, unsigned tries, enum fsaio__enter when)
 {
 	enum { NPIPE = 4 };
 	int pipes[NPIPE][2];
@@ -388,7 +393,7 @@ static uint64_t hold_file_reads(size_t len, unsigned tries)
 	/* The pipe reads first, then per try one more pipe read and a file read. */
 	for (unsigned i = 0; i < NPIPE; i++) {
 		cr_assert_eq(pipe2(pipes[i], O_CLOEXEC), 0);
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, i, pipes[i][0], 64, 0), false), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, i, pipes[i][0], 64, 0), FSAIO__ENTER_NOW), 0);
 	}
 	for (unsigned t = 0; t < tries && !held; t++) {
 		uint64_t before;
@@ -398,12 +403,12 @@ static uint64_t hold_file_reads(size_t len, unsigned tries)
 		usleep(2000);
 		/* One submit call, and the caller back at once: the next may hold. */
 		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, next++, pipes[t % NPIPE][0], 64, 0),
-						true), 0);
+						FSAIO__ENTER_MAY_HOLD), 0);
 		fsaio__uring_flush_soon(&g.x);
 		fsaio__uring_back(&g.x);
 		/* Only the file read's call counts: the pipe read's may hold too. */
 		before = atomic_load(&g.st.uring_held);
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, next++, t), true), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, next++, t), when), 0);
 		fsaio__uring_flush_soon(&g.x);
 		held = atomic_load(&g.st.uring_held) - before;
 		files++;
@@ -435,7 +440,7 @@ Test(exec_uring, a_held_read_enters_without_the_caller)
 {
 	enum { TRIES = 20 };
 
-	if (!hold_file_reads(4096, TRIES))
+	if (!hold_file_reads(4096, TRIES, FSAIO__ENTER_MAY_HOLD))
 		cr_skip_test("no submit call held its SQEs in %d tries (the thread was in the ring "
 			     "each time); every read was reported\n", TRIES);
 }
@@ -445,7 +450,22 @@ Test(exec_uring, a_held_read_enters_without_the_caller)
  * is reported as any other. */
 Test(exec_uring, a_64k_read_is_never_held)
 {
-	cr_assert_eq(hold_file_reads(FSAIO__HOLD_BYTES, 20), 0, "a submit call held a 64 KiB read");
+	cr_assert_eq(hold_file_reads(FSAIO__HOLD_BYTES, 20, FSAIO__ENTER_MAY_HOLD), 0,
+		     "a submit call held a 64 KiB read");
+}
+
+/* A read of a call that brings several (ENTER_BY_CALL) binds its slot in
+ * the enter and is never held: holding would cost a registration per
+ * read. Shown where a call that brings one read alone does hold. */
+Test(exec_uring, a_call_of_several_is_never_held)
+{
+	enum { TRIES = 20 };
+
+	if (!hold_file_reads(4096, TRIES, FSAIO__ENTER_MAY_HOLD))
+		cr_skip_test("no submit call held its SQEs in %d tries (the thread was in the ring "
+			     "each time)\n", TRIES);
+	cr_assert_eq(hold_file_reads(4096, TRIES, FSAIO__ENTER_BY_CALL), 0,
+		     "a read of a call of several was held");
 }
 
 /* A batch a submit call builds enters once it carries 64 KiB
@@ -459,7 +479,8 @@ Test(exec_uring, a_64k_batch_enters_before_the_call_ends)
 
 	rig_start(&g, N, FSAIO__HOLD_BYTES);
 	for (unsigned i = 0; i < N; i++) {
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 7u), true), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 7u),
+						FSAIO__ENTER_BY_CALL), 0);
 		cr_assert(!atomic_load(&fsaio__ring_live(&g.x)->pending),
 			  "deferred read %u of 64 KiB still waits in the SQ", i);
 	}

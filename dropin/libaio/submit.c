@@ -85,11 +85,11 @@ static void give_back(struct shim_ctx *c, struct shim_slot **slots, unsigned n)
  * it: true when the engine took it (a hit's event is in the ring already;
  * a miss goes to the engine's ring at fsaio__submit_end, with the other
  * misses of the call); false to submit it with the batch (not a read, or
- * refused: the batch's way answers for it). */
-static bool submit_now(struct shim_ctx *c, struct shim_slot *s)
+ * refused: the batch's way answers for it). alone: the call's only iocb. */
+static bool submit_now(struct shim_ctx *c, struct shim_slot *s, bool alone)
 {
 	return s->opcode == IOCB_CMD_PREAD && s->resfd < 0 &&
-	       fsaio__submit_one(c->engine, &s->req) == 1;
+	       fsaio__submit_one(c->engine, &s->req, alone) == 1;
 }
 
 /* The iocbs of one batch: slots are taken for the whole batch in one round
@@ -148,7 +148,7 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 			failed = NULL;
 			/* With none of this batch's requests waiting before it, a
 			 * read goes in alone (submit_now). */
-			if (!k && submit_now(c, slots[0])) {
+			if (!k && submit_now(c, slots[0], nr == 1)) {
 				slots[0] = slots[--have];
 				now++;
 				continue;

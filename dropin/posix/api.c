@@ -282,7 +282,7 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 		g->pid = getpid();
 
 	cs = fsaio__nocancel_begin();
-	px__batch_begin();
+	px__batch_begin(nent == 1);
 	for (int i = 0; i < nent; i++) {
 		struct aiocb *cb = list[i];
 		int kind, r;

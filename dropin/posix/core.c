@@ -74,6 +74,7 @@ static __thread bool in_ring_callback;
  * to the engine with fsaio__submit_one, and batch_used[kind] says which
  * contexts then owe an fsaio__submit_end. */
 static __thread bool batching;
+static __thread bool batch_alone;      /* the list brings one request */
 static __thread bool batch_used[PX_NCTX];
 
 static int submit_engine(struct px_req *r, bool submitter);
@@ -385,7 +386,7 @@ static int submit_engine(struct px_req *r, bool submitter)
 		n = -EAGAIN;
 	} else if (batching && submitter) {
 		batch_used[r->ctx_kind] = true;
-		n = fsaio__submit_one(ctx, one);
+		n = fsaio__submit_one(ctx, one, batch_alone);
 	} else {
 		n = fsaio_submit(ctx, &one, 1);
 	}
@@ -409,9 +410,10 @@ static int submit_engine(struct px_req *r, bool submitter)
 	return 0;
 }
 
-void px__batch_begin(void)
+void px__batch_begin(bool alone)
 {
 	batching = true;
+	batch_alone = alone;
 }
 
 /* What the batch's requests left in the engines' rings goes in now: one

@@ -14,8 +14,9 @@ struct px_req *px__alloc(struct aiocb *cb, int kind, struct px_group *g, bool no
  * 0, or -EAGAIN when it could not be taken (status set in the aiocb). */
 int px__submit(struct px_req *r);
 /* Around the submits of one list (lio_listio): what its requests send to
- * the io_uring ring goes in at px__batch_end, in one system call. */
-void px__batch_begin(void);
+ * the io_uring ring goes in at px__batch_end, in one system call; a list
+ * of one entry (alone) may leave it held for a later call. */
+void px__batch_begin(bool alone);
 void px__batch_end(void);
 /* The engine contexts' completion callback. */
 void px__complete(void *arg, const struct fsaio_event *ev);

@@ -47,6 +47,10 @@ static inline void fsaio__state_set(struct fsaio_req *r, uint32_t s)
 struct fsaio__batch {
 	unsigned n;
 	int cs;                 /* the submitter's: FSAIO__CS_LAZY or a PTHREAD_CANCEL_* */
+	/* The call brought this one request: what it sends to the ring may
+	 * wait past the call's return (uring_doorbell.c). A call of several
+	 * enters them once at its end: holding costs a registration each. */
+	bool alone;
 	struct fsaio_event ev[FSAIO__BATCH];
 };
 

@@ -158,10 +158,12 @@ static uint64_t sqe_bytes(const struct fsaio_req *r)
 
 /* Queue r's remainder; called by submitters and by whoever harvests, to
  * continue a short result. -ESHUTDOWN once destroy began. */
-int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer)
+int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again,
+		      enum fsaio__enter when)
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
 	struct io_uring_sqe *sqe, *bind[2] = { NULL, NULL };
+	bool defer = when != FSAIO__ENTER_NOW;
 	uint64_t bytes;
 	int ret;
 
@@ -182,7 +184,10 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, b
 	}
 	if (!again)
 		r->exec_ = 0;
-	if (!again && (ret = fsaio__ring_bind_slot(u, r, defer && fsaio__ring_may_hold(u, bytes), bind))) {
+	/* Only a request that may be held past the call pays for binding its
+	 * slot now: the others bind it by SQE, in the enter (must_enter). */
+	if (!again && (ret = fsaio__ring_bind_slot(u, r, defer && when == FSAIO__ENTER_MAY_HOLD &&
+						   fsaio__ring_may_hold(u, bytes), bind))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
 	}
@@ -311,7 +316,7 @@ void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 	 * come without NOWAIT) is not sent round the ring again. */
 	if ((res > 0 && fsaio__is_rw(r) && r->done_ < fsaio__total(r)) ||
 	    res == -EINTR || res == -EAGAIN || res == -ECANCELED) {
-		ret = res == -EAGAIN ? -EAGAIN : fsaio__ring_queue(u, r, true, false);
+		ret = res == -EAGAIN ? -EAGAIN : fsaio__ring_queue(u, r, true, FSAIO__ENTER_NOW);
 		if (ret == 0)
 			return;
 		if (ret == -ESHUTDOWN) {

@@ -51,14 +51,21 @@ struct fsaio__uring_exec {
 	_Atomic bool waiter;
 };
 
+/* When a queued request's SQE enters the kernel. */
+enum fsaio__enter {
+	FSAIO__ENTER_NOW,       /* before fsaio__uring_queue returns */
+	FSAIO__ENTER_BY_CALL,   /* with the submit call's flush (fsaio__uring_flush_soon) */
+	FSAIO__ENTER_MAY_HOLD,  /* the same, or held past the call (uring_doorbell.c) */
+};
+
 void fsaio__uring_init(struct fsaio__uring_exec *x, unsigned depth,
 		       const struct fsaio__uring_ops *ops, void *arg, struct fsaio__counters *st);
 /* Queue the remainder of a request to the ring, creating it on first use:
  * 0, or -errno (the ring is unavailable or stopping) and the caller must
- * carry the request another way. With defer the SQE is submitted by the
- * next fsaio__uring_flush(): one io_uring_enter for a caller's batch.
+ * carry the request another way. Unless when is ENTER_NOW the SQE waits
+ * for the submit call's flush: one io_uring_enter for a caller's batch.
  * Whether a request may go to the ring at all is the caller's choice. */
-int fsaio__uring_queue(struct fsaio__uring_exec *x, struct fsaio_req *r, bool defer);
+int fsaio__uring_queue(struct fsaio__uring_exec *x, struct fsaio_req *r, enum fsaio__enter when);
 void fsaio__uring_flush(struct fsaio__uring_exec *x);
 /* The end of a submit call: flush, or leave the SQEs for the caller's next
  * visit when it keeps coming back (uring_doorbell.c). */

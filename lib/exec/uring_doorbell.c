@@ -4,8 +4,8 @@
  * before the call returns (fsaio__uring_flush). A caller that submits one
  * request per call with many in flight (fio's libaio and posixaio engines,
  * any submit-reap loop) would then pay an io_uring_enter and a device
- * notification per request. So a submit call leaves its SQEs queued (held)
- * while
+ * notification per request. So a submit call that brings one request
+ * leaves its SQE queued (held) while
  *  - at least HOLD_MIN of the ring's requests are in the kernel: the device
  *    has work, and their completions bring a harvest;
  *  - the callers came back into the ring within HOLD_BACK_NS of the last
@@ -19,6 +19,9 @@
  *  - no waiter relies on the ring's thread (an eventfd, RESFD requests, a
  *    sleeper), and nobody waits in the ring (a caller or the thread): they
  *    would sleep with them.
+ * A held request's slot is bound by a registration syscall before the call
+ * returns, so a call of several requests does not hold: one enter at its
+ * end costs less than a registration each, and it is a batch already.
  * Held SQEs enter with the next of: a submit call that does not hold, a
  * harvest that found completions (a caller's poll, the thread), a caller
  * or the thread about to wait in the ring, the thread's return from a step

@@ -148,9 +148,10 @@ void fsaio__ring_clear_slots(struct fsaio__uring *u);    /* takes sq_lock */
 
 struct io_uring_sqe *fsaio__ring_get_sqe(struct fsaio__uring *u);   /* under sq_lock */
 int fsaio__ring_flush(struct fsaio__uring *u);                        /* under sq_lock */
-/* Queue r's remainder (again: a continuation from a CQE; defer: leave it
- * for the flush at the end of fsaio_submit). 0 or -errno. */
-int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool defer);
+/* Queue r's remainder (again: a continuation from a CQE), to enter as when
+ * says. 0 or -errno. */
+int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again,
+		      enum fsaio__enter when);
 /* A CQE of a request (tagged user_data handled by the caller). */
 void fsaio__ring_on_req(struct fsaio__uring *u, struct fsaio_req *r, int res,
 			struct fsaio__batch *b);

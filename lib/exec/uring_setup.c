@@ -145,14 +145,14 @@ void fsaio__uring_init(struct fsaio__uring_exec *x, unsigned depth,
 	atomic_init(&x->waiter, false);
 }
 
-int fsaio__uring_queue(struct fsaio__uring_exec *x, struct fsaio_req *r, bool defer)
+int fsaio__uring_queue(struct fsaio__uring_exec *x, struct fsaio_req *r, enum fsaio__enter when)
 {
 	struct fsaio__uring *u = ring_get(x);
 
 	if (!u)
 		return -EOPNOTSUPP;
 	r->hints_ &= ~(uint64_t)FSAIO__HINT_EFAULT_RETRY;
-	return fsaio__ring_queue(u, r, false, defer);
+	return fsaio__ring_queue(u, r, false, when);
 }
 
 bool fsaio__uring_usable(struct fsaio__uring_exec *x)

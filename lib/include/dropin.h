@@ -14,6 +14,7 @@
 #define FSAIO_DROPIN_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fsaio.h"
@@ -68,8 +69,9 @@ void fsaio__set_deliver(fsaio_ctx_t *ctx,
  * the io_uring ring waits for fsaio__submit_end, which the caller makes
  * once at the end of its call, so that one call's misses reach the ring
  * in one system call (or with a later call's, while the caller keeps
- * coming back soon and the ring is busy: fsaio__drive_back). */
-int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r);
+ * coming back soon and the ring is busy: fsaio__drive_back), when alone
+ * says the call brings r alone; a call of several enters at its end. */
+int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r, bool alone);
 void fsaio__submit_end(fsaio_ctx_t *ctx);
 
 #endif /* FSAIO_DROPIN_H */
