@@ -13,6 +13,8 @@
 #   bench-shim    fsaio-bench --methods fsaio-shim (io_submit/io_getevents)
 #   bench-posix   fsaio-bench --methods fsaio-posix (lio_listio/aio_suspend)
 #   bench-uring   fsaio-bench --methods uring-buffered
+#   fio-glibc     fio --ioengine=posixaio on glibc's POSIX AIO (cold and hot 4k)
+#   fio-psync     fio --ioengine=psync, one read at a time (hot 4k)
 #
 # Every client runs twice per case, in the order A B ... B A, and once more
 # with one block per slot (the null run: the program's start, its file
@@ -75,7 +77,11 @@ one() {
 	case $client in
 	fio-*)
 		local engine=${client#fio-}
-		[ "$engine" = uring ] && engine=io_uring
+		case $engine in
+		uring) engine=io_uring ;;
+		glibc) engine=posixaio ;;
+		psync) depth=1 ;;
+		esac
 		cat >"$tag.fio" <<-EOF
 		[read]
 		filename=$file
@@ -116,10 +122,11 @@ one() {
 		{ echo "dropin-cost.sh: $client $case failed (see $tag.log)" >&2; exit 1; }
 }
 
-clients=(fio-uring fio-libaio fio-posixaio native bench-shim bench-posix bench-uring)
-# case NAME BS DEPTH BYTES
+# case NAME BS DEPTH BYTES [CLIENT...]: the clients below and those given
 run_case() {
 	local name=$1 bs=$2 depth=$3 bytes=$(($(numfmt --from=iec "${4^^}") * scale)) c i
+	local -a clients=(fio-uring fio-libaio fio-posixaio native bench-shim bench-posix bench-uring
+			  "${@:5}")
 	case ,$cases, in *,$name,*) ;; *) return 0 ;; esac
 	local null=$((depth * $(numfmt --from=iec "${bs^^}")))
 	for c in "${clients[@]}"; do one "$c" "$name" 1 "$bs" "$depth" "$bytes"; done
@@ -130,14 +137,16 @@ run_case() {
 }
 
 echo "dropin-cost.sh: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-run_case cold-4k 4k 32 128m
+run_case cold-4k 4k 32 128m fio-glibc
 run_case cold-64k 64k 16 512m
-run_case hot-4k 4k 32 512m
+run_case hot-4k 4k 32 512m fio-glibc fio-psync
 echo "dropin-cost.sh: done $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$out" "$cases" "${clients[@]}" <<'PY'
+python3 - "$out" "$cases" <<'PY'
 import csv, json, os, sys
-out, cases, clients = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
+out, cases = sys.argv[1], sys.argv[2].split(",")
+every = ["fio-uring", "fio-libaio", "fio-posixaio", "native", "bench-shim", "bench-posix",
+         "bench-uring", "fio-glibc", "fio-psync"]
 
 def perf(tag):
     v = {}
@@ -162,6 +171,7 @@ def run(client, case, r):
 print("%-9s %-13s %9s %9s %9s %9s %8s %8s" % ("case", "client", "IOPS", "CPU us/IO", "sys/IO",
                                            "csw/IO", "IOPS/ur", "CPU/ur"))
 for case in [c for c in ("cold-4k", "cold-64k", "hot-4k") if c in cases]:
+    clients = [c for c in every if os.path.exists(os.path.join(out, "%s.%s.1.perf" % (c, case)))]
     res = {}
     for c in clients:
         a, b, n = run(c, case, 1), run(c, case, 2), run(c, case, "null")
@@ -180,5 +190,10 @@ for case in [c for c in ("cold-4k", "cold-64k", "hot-4k") if c in cases]:
           "CPU/IO %.2fx" % (case, sh[0] / nat[0], sh[1]["task-clock"] / nat[1]["task-clock"],
                             res["bench-posix"][0] / nat[0],
                             res["bench-posix"][1]["task-clock"] / nat[1]["task-clock"]))
+    px = res["fio-posixaio"]
+    for other in ("fio-glibc", "fio-psync"):
+        if other in res:
+            print("%-9s fio-posixaio / %s: IOPS %.2fx, CPU/IO %.2fx" % (
+                case, other, px[0] / res[other][0], px[1]["task-clock"] / res[other][1]["task-clock"]))
 print("\n/ur: over fio-uring's. Files: %s" % out)
 PY
