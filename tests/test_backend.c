@@ -125,6 +125,8 @@ Test(backend, auto_sends_read_misses_up_to_1m_to_the_ring)
 		cr_skip_test("no io_uring here: every miss is the pool's\n");
 	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		uint8_t *buf = malloc(lens[i]);
+
+		cr_assert_not_null(buf);
 		fsaio_ctx_t *ctx = read_past_inline(FSAIO_BACKEND_AUTO, fd, buf, lens[i], MiB, 0);
 		struct fsaio_stats st = t_stats(ctx);
 		bool ring = lens[i] - st.bytes_inline <= 1 * MiB;
