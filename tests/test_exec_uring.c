@@ -8,8 +8,8 @@
  * pipe cancels; stop with reads in flight reports each once; a read a
  * submit call held back enters without the caller, one of 64 KiB or of a
  * call of several is never held, and a batch enters once it carries
- * 64 KiB. Skipped where
- * io_uring is refused (io_uring_disabled, ENOSYS, EPERM).
+ * 64 KiB. Skipped where io_uring is refused (io_uring_disabled, ENOSYS,
+ * EPERM).
  */
 #ifdef T_NO_CRITERION
 #include "t_runner.h"
@@ -202,8 +202,9 @@ Test(exec_uring, cold_reads_carried_by_the_thread)
 	cr_assert(fsaio__uring_usable(&g.x));
 	for (unsigned i = 0; i < NREQ; i++) {
 		/* Out of order; every other one deferred, flushed in eights. */
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 97u),
-						 i % 2 ? FSAIO__ENTER_BY_CALL : FSAIO__ENTER_NOW), 0,
+		enum fsaio__enter when = i % 2 ? FSAIO__ENTER_BY_CALL : FSAIO__ENTER_NOW;
+
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i * 97u), when), 0,
 			     "queue %u", i);
 		if (i % 8 == 7)
 			fsaio__uring_flush(&g.x);
@@ -303,7 +304,8 @@ Test(exec_uring, a_waiting_read_cancels)
 	rig_start(&g, 2, 64);
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	/* An empty pipe: the read waits in the ring until cancelled. */
-	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 0, p[0], g.len, 0), FSAIO__ENTER_NOW), 0);
+	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 0, p[0], g.len, 0), FSAIO__ENTER_NOW),
+		     0);
 	usleep(20000);
 	cr_assert_eq(atomic_load(&g.total), 0, "a read of an empty pipe was reported");
 	cr_assert_eq(fsaio__uring_cancel(&g.x, &g.reqs[0]), 0);
@@ -314,7 +316,8 @@ Test(exec_uring, a_waiting_read_cancels)
 	/* The pipe's data reaches no one: the read is gone from the ring. */
 	cr_assert_eq(write(p[1], "x", 1), 1);
 	/* A file read still goes through after the cancel. */
-	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 1, g.fd, g.len, 4096), FSAIO__ENTER_NOW), 0);
+	cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, 1, g.fd, g.len, 4096),
+					FSAIO__ENTER_NOW), 0);
 	cr_assert(wait_total(&g, 2));
 	cr_assert_eq(g.res[1], (int64_t)g.len);
 	t_check(g.bufs + g.len, g.len, 4096, SEED);
@@ -341,7 +344,8 @@ Test(exec_uring, stop_reports_each_read_in_flight_once)
 						FSAIO__ENTER_BY_CALL), 0);
 	}
 	for (unsigned i = NPIPE; i < NPIPE + NFILE; i++)
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i - NPIPE), FSAIO__ENTER_BY_CALL), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_file_read(&g, i, i - NPIPE),
+						FSAIO__ENTER_BY_CALL), 0);
 	fsaio__uring_flush(&g.x);
 	/* At once: the file reads are still in flight, the pipe reads wait. */
 	fsaio__uring_stop(&g.x);
@@ -393,7 +397,8 @@ static uint64_t hold_file_reads(size_t len, unsigned tries, enum fsaio__enter wh
 	/* The pipe reads first, then per try one more pipe read and a file read. */
 	for (unsigned i = 0; i < NPIPE; i++) {
 		cr_assert_eq(pipe2(pipes[i], O_CLOEXEC), 0);
-		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, i, pipes[i][0], 64, 0), FSAIO__ENTER_NOW), 0);
+		cr_assert_eq(fsaio__uring_queue(&g.x, prep_read(&g, i, pipes[i][0], 64, 0),
+						FSAIO__ENTER_NOW), 0);
 	}
 	for (unsigned t = 0; t < tries && !held; t++) {
 		uint64_t before;
