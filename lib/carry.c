@@ -156,6 +156,15 @@ static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__
 	}
 }
 
+/* When a request for the ring enters: a submit call's by its end, held
+ * past it only when the call brought it alone (uring_doorbell.c). */
+static enum fsaio__enter enter_of(const struct fsaio__batch *b)
+{
+	if (!b)
+		return FSAIO__ENTER_NOW;
+	return b->alone ? FSAIO__ENTER_MAY_HOLD : FSAIO__ENTER_BY_CALL;
+}
+
 static void run_here(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
 {
 	uint64_t before = r->done_;
@@ -218,9 +227,7 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 		case RING:
 			/* r may be complete and reused once queued: read done_ first. */
 			partial = r->done_ != 0;
-			if (fsaio__uring_queue(fsaio__parts(ctx)->uring, r,
-					       !b ? FSAIO__ENTER_NOW : b->alone ? FSAIO__ENTER_MAY_HOLD :
-					       FSAIO__ENTER_BY_CALL) == 0) {
+			if (fsaio__uring_queue(fsaio__parts(ctx)->uring, r, enter_of(b)) == 0) {
 				if (partial)
 					FSAIO__INC(ctx, partial_inline, 1);
 				return 0;

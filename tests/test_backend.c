@@ -132,9 +132,11 @@ Test(backend, auto_sends_read_misses_up_to_1m_to_the_ring)
 		bool ring = lens[i] - st.bytes_inline <= 1 * MiB;
 
 		t_check_pattern(buf, lens[i], MiB, 14);
-		cr_assert_eq(st.bytes_uring > 0, ring, "%zu bytes, %llu inline: ring %llu, pool %llu",
-			     lens[i], (unsigned long long)st.bytes_inline,
-			     (unsigned long long)st.bytes_uring, (unsigned long long)st.bytes_worker);
+		cr_assert_eq(st.bytes_uring > 0, ring,
+			     "%zu bytes, %llu inline: ring %llu, pool %llu", lens[i],
+			     (unsigned long long)st.bytes_inline,
+			     (unsigned long long)st.bytes_uring,
+			     (unsigned long long)st.bytes_worker);
 		cr_assert_eq(st.bytes_worker > 0, !ring);
 		t_ctx_destroy(ctx);
 		free(buf);

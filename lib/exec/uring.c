@@ -163,7 +163,7 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again,
 {
 	struct iovec tmp[FSAIO__IOV_MAX];
 	struct io_uring_sqe *sqe, *bind[2] = { NULL, NULL };
-	bool defer = when != FSAIO__ENTER_NOW;
+	bool defer = when != FSAIO__ENTER_NOW, hold;
 	uint64_t bytes;
 	int ret;
 
@@ -186,8 +186,8 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again,
 		r->exec_ = 0;
 	/* Only a request that may be held past the call pays for binding its
 	 * slot now: the others bind it by SQE, in the enter (must_enter). */
-	if (!again && (ret = fsaio__ring_bind_slot(u, r, defer && when == FSAIO__ENTER_MAY_HOLD &&
-						   fsaio__ring_may_hold(u, bytes), bind))) {
+	hold = defer && when == FSAIO__ENTER_MAY_HOLD && fsaio__ring_may_hold(u, bytes);
+	if (!again && (ret = fsaio__ring_bind_slot(u, r, hold, bind))) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
 	}
