@@ -6,8 +6,8 @@
  * any submit-reap loop) would then pay an io_uring_enter and a device
  * notification per request. So a submit call that brings one request
  * leaves its SQE queued (held) while
- *  - at least HOLD_MIN of the ring's requests are in the kernel: the device
- *    has work, and their completions bring a harvest;
+ *  - at least FSAIO__HOLD_MIN of the ring's requests are in the kernel:
+ *    the device has work, and their completions bring a harvest;
  *  - the callers came back into the ring within HOLD_BACK_NS of the last
  *    submit call returning: someone will be here shortly;
  *  - what is held reads or writes less than FSAIO__HOLD_BYTES: a batch
@@ -33,17 +33,7 @@
 #include "monoclock.h"
 #include "uring_ring.h"
 
-#define HOLD_MIN 4
 #define HOLD_BACK_NS 50000LL
-
-bool fsaio__ring_may_hold(struct fsaio__uring *u, uint64_t more)
-{
-	return atomic_load_explicit(&u->back_soon, memory_order_relaxed) &&
-	       atomic_load_explicit(&u->held_bytes, memory_order_relaxed) + more < FSAIO__HOLD_BYTES &&
-	       atomic_load(&u->x->needs) <= 0 &&
-	       atomic_load_explicit(&u->inflight, memory_order_relaxed) >=
-	       atomic_load_explicit(&u->held, memory_order_relaxed) + HOLD_MIN;
-}
 
 void fsaio__uring_flush_soon(struct fsaio__uring_exec *x)
 {

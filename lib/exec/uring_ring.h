@@ -33,6 +33,9 @@
 #define CQ_MAX 65536
 /* The most a batch of SQEs carries before it enters (uring_doorbell.c). */
 #define FSAIO__HOLD_BYTES (64u * 1024)
+/* The ring's requests in the kernel beside those held, at least, for a
+ * submit call to hold its SQEs (uring_doorbell.c). */
+#define FSAIO__HOLD_MIN 4
 
 /* CQEs taken per harvest round: fewer than a batch of events, so that the
  * batch is posted only at the end of the round, after the slots. */
@@ -141,8 +144,15 @@ int fsaio__ring_bind_slot(struct fsaio__uring *u, struct fsaio_req *r, bool now,
 			  struct io_uring_sqe **out);
 /* Whether a submit call's SQEs may wait past its return (uring_doorbell.c),
  * with more bytes still to join those held: the heuristics only, read
- * without locks. */
-bool fsaio__ring_may_hold(struct fsaio__uring *u, uint64_t more);
+ * without locks. Here, not in uring_doorbell.c: the queue asks it too. */
+static inline bool fsaio__ring_may_hold(struct fsaio__uring *u, uint64_t more)
+{
+	return atomic_load_explicit(&u->back_soon, memory_order_relaxed) &&
+	       atomic_load_explicit(&u->held_bytes, memory_order_relaxed) + more < FSAIO__HOLD_BYTES &&
+	       atomic_load(&u->x->needs) <= 0 &&
+	       atomic_load_explicit(&u->inflight, memory_order_relaxed) >=
+	       atomic_load_explicit(&u->held, memory_order_relaxed) + FSAIO__HOLD_MIN;
+}
 void fsaio__ring_release_slots(struct fsaio__uring *u);  /* under owner */
 void fsaio__ring_clear_slots(struct fsaio__uring *u);    /* takes sq_lock */
 
