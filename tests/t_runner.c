@@ -45,6 +45,22 @@ void t_register_suite(struct t_suite *s)
 	t_suites = s;
 }
 
+/* The test's fini, once, as Criterion runs it after a failure or a skip. */
+static void run_fini(void)
+{
+	if (t_cur_fini && !t_in_fini) {
+		t_in_fini = true;
+		t_cur_fini();
+	}
+}
+
+_Noreturn void t_skip(void)
+{
+	fflush(stdout);
+	run_fini();
+	_exit(T_SKIP_STATUS);
+}
+
 _Noreturn void t_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 {
 	char msg[1024];
@@ -55,10 +71,7 @@ _Noreturn void t_fail(const char *file, int line, const char *expr, const char *
 	va_end(ap);
 	fprintf(stderr, "[----] %s:%d: Assertion Failed: %s\n[----]  %s\n", file, line, expr, msg);
 	fflush(stderr);
-	if (t_cur_fini && !t_in_fini) {
-		t_in_fini = true;
-		t_cur_fini();
-	}
+	run_fini();
 	_exit(1);
 }
 

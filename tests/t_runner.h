@@ -49,6 +49,8 @@ struct t_suite {
 
 void t_register_case(struct t_case *c);
 void t_register_suite(struct t_suite *s);
+/* End the test process as skipped, after the test's fini. */
+_Noreturn void t_skip(void);
 /* Report a failed assertion, run the test's fini, end the test process. */
 _Noreturn void t_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -93,8 +95,7 @@ _Noreturn void t_fail(const char *file, int line, const char *expr, const char *
 #define cr_skip_test(...) do {							\
 	printf("skipped: " __VA_ARGS__);					\
 	printf("\n");								\
-	fflush(stdout);								\
-	_exit(T_SKIP_STATUS);							\
+	t_skip();								\
 } while (0)
 #define cr_assert_fail(...) t_fail(__FILE__, __LINE__, "fail", " " __VA_ARGS__)
 
