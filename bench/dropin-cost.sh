@@ -122,11 +122,13 @@ one() {
 		{ echo "dropin-cost.sh: $client $case failed (see $tag.log)" >&2; exit 1; }
 }
 
-# case NAME BS DEPTH BYTES [CLIENT...]: the clients below and those given
+# Every case runs these; some also some of extra.
+base=(fio-uring fio-libaio fio-posixaio native bench-shim bench-posix bench-uring)
+extra=(fio-glibc fio-psync)
+# case NAME BS DEPTH BYTES [CLIENT...]: base and the clients given
 run_case() {
 	local name=$1 bs=$2 depth=$3 bytes=$(($(numfmt --from=iec "${4^^}") * scale)) c i
-	local -a clients=(fio-uring fio-libaio fio-posixaio native bench-shim bench-posix bench-uring
-			  "${@:5}")
+	local -a clients=("${base[@]}" "${@:5}")
 	case ,$cases, in *,$name,*) ;; *) return 0 ;; esac
 	local null=$((depth * $(numfmt --from=iec "${bs^^}")))
 	for c in "${clients[@]}"; do one "$c" "$name" 1 "$bs" "$depth" "$bytes"; done
@@ -142,11 +144,9 @@ run_case cold-64k 64k 16 512m
 run_case hot-4k 4k 32 512m fio-glibc fio-psync
 echo "dropin-cost.sh: done $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$out" "$cases" <<'PY'
+python3 - "$out" "$cases" "${base[@]}" "${extra[@]}" <<'PY'
 import csv, json, os, sys
-out, cases = sys.argv[1], sys.argv[2].split(",")
-every = ["fio-uring", "fio-libaio", "fio-posixaio", "native", "bench-shim", "bench-posix",
-         "bench-uring", "fio-glibc", "fio-psync"]
+out, cases, every = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
 
 def perf(tag):
     v = {}
