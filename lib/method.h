@@ -22,6 +22,12 @@ struct fsaio__method {
 	 * whatever the method. */
 	int (*start)(struct fsaio_ctx *ctx, struct fsaio_req *req,
 		     struct fsaio__fdinfo fi, struct fsaio__batch *b);
+	/* Complete r in the caller with no event, if this can be done now
+	 * without blocking: true and its result in *res, or false with r as
+	 * it was (what the fd's facts learnt stays), to be submitted. NULL if
+	 * the method never does. */
+	bool (*now)(struct fsaio_ctx *ctx, struct fsaio_req *req, struct fsaio__fdinfo fi,
+		    int64_t *res);
 	/* Take back a WAITING request: 0 if it will complete with -ECANCELED,
 	 * -EBUSY if too late. NULL if the method never parks requests. */
 	int (*cancel)(struct fsaio_ctx *ctx, struct fsaio_req *req);

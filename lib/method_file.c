@@ -16,6 +16,10 @@
  * An fd whose reads keep missing may skip both (STRAIGHT_AFTER: carry.c
  * decides whether the ring takes it untried).
  *
+ * A drop-in may ask for a read's attempt alone, before it makes its own
+ * records of the request (file_now, through fsaio__read_now): only where
+ * the attempt is likely to finish it, and it keeps nothing if it does not.
+ *
  * Filesystems that refuse RWF_NOWAIT (tmpfs reads, ext4 writes on 6.18:
  * EOPNOTSUPP; some answer EINVAL) are remembered per fd. Their requests are
  * done inline with a plain call when the probe finds the whole range cached
@@ -161,6 +165,34 @@ static int missed(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdin
 	return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
 }
 
+/* The inline attempt's answer when r is done: all of it, or up to EOF. */
+#define DONE 1
+
+/* The inline attempt: RWF_NOWAIT rounds until r is done (DONE), or the
+ * last round's 0 (a miss, or EOF for a write) or -errno. */
+static ssize_t attempt(struct fsaio_ctx *ctx, struct fsaio_req *r, struct iovec *tmp)
+{
+	uint64_t total = fsaio__total(r);
+
+	for (;;) {
+		ssize_t n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags | RWF_NOWAIT);
+
+		if (n > 0) {
+			r->done_ += (uint64_t)n;
+			FSAIO__INC(ctx, bytes_inline, (uint64_t)n);
+			if (r->done_ < total)
+				continue;
+			return DONE;
+		}
+		if (n == -EINTR)
+			continue;
+		/* Kernels 5.9/5.10 may answer 0 to a NOWAIT read before EOF. */
+		if (n == 0 && !fsaio__is_write(r) && at_eof(r))
+			return DONE;
+		return n;
+	}
+}
+
 static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		    struct fsaio__fdinfo fi, struct fsaio__batch *b)
 {
@@ -168,6 +200,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	bool write = fsaio__is_write(r);
 	uint32_t refused = write ? FSAIO__FD_NOWAIT_WBAD : FSAIO__FD_NOWAIT_RBAD;
 	struct iovec tmp[INLINE_IOV];
+	ssize_t n;
 
 	if (!total) {
 		fsaio__complete(ctx, r, 0, b);
@@ -197,40 +230,64 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
 		return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
 	}
-	for (;;) {
-		ssize_t n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags | RWF_NOWAIT);
-
-		if (n > 0) {
-			r->done_ += (uint64_t)n;
-			FSAIO__INC(ctx, bytes_inline, (uint64_t)n);
-			if (r->done_ < total)
-				continue;
+	n = attempt(ctx, r, tmp);
+	if (n == DONE) {
+		if (r->done_ == total) {
 			if (fi.flags & FSAIO__FD_PROBE_NEXT)
-				fsaio__fd_clear(fsaio__parts(ctx)->fdt, r->fd, FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK);
+				fsaio__fd_clear(fsaio__parts(ctx)->fdt, r->fd,
+						FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK);
 			fsaio__stream_hit(fsaio__parts(ctx)->ra, r);
-			FSAIO__INC(ctx, completed_inline, 1);
-			fsaio__complete(ctx, r, (int64_t)total, b);
-			return 0;
 		}
-		/* Kernels 5.9/5.10 may answer 0 to a NOWAIT read before EOF. */
-		if (n == 0 && !write && at_eof(r)) {
-			FSAIO__INC(ctx, completed_inline, 1);
-			fsaio__complete(ctx, r, (int64_t)r->done_, b);
-			return 0;
-		}
-		if (n == 0 || n == -EAGAIN)
-			return missed(ctx, r, fi, b);
-		if (n == -EINTR)
-			continue;
-		if ((n == -EOPNOTSUPP || n == -EINVAL) && !(r->rw_flags & RWF_NOWAIT)) {
-			fsaio__fd_set(fsaio__parts(ctx)->fdt, r->fd, refused);
-			return start_resident(ctx, r, fi, b);
-		}
-		if (stale(ctx, r, fi, n))
-			return FSAIO__RESTART;
-		fsaio__complete(ctx, r, fsaio__result(r, n), b);
+		FSAIO__INC(ctx, completed_inline, 1);
+		fsaio__complete(ctx, r, (int64_t)r->done_, b);
 		return 0;
 	}
+	if (n == 0 || n == -EAGAIN)
+		return missed(ctx, r, fi, b);
+	if ((n == -EOPNOTSUPP || n == -EINVAL) && !(r->rw_flags & RWF_NOWAIT)) {
+		fsaio__fd_set(fsaio__parts(ctx)->fdt, r->fd, refused);
+		return start_resident(ctx, r, fi, b);
+	}
+	if (stale(ctx, r, fi, n))
+		return FSAIO__RESTART;
+	fsaio__complete(ctx, r, fsaio__result(r, n), b);
+	return 0;
+}
+
+/*
+ * A read done in the caller alone, for a drop-in whose own records cost
+ * more than the read when the page cache has it (fsaio__read_now): only
+ * where the attempt is likely to finish it (a small read on an fd whose
+ * last attempt hit), and only if it does. r is left as submit would find
+ * it otherwise, except that a miss is remembered on the fd, so that the
+ * submit that follows probes instead of trying again.
+ */
+static bool file_now(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+		     int64_t *res)
+{
+	uint64_t total = fsaio__total(r);
+	struct iovec tmp[INLINE_IOV];
+	ssize_t n;
+
+	if (fsaio__is_write(r) || !total || total >= PROBE_ALWAYS_BYTES || r->rw_flags ||
+	    (fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK)) ||
+	    (fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE))
+		return false;
+	n = attempt(ctx, r, tmp);
+	if (n != DONE) {
+		if (n == 0 || n == -EAGAIN)
+			fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
+		r->done_ = 0;
+		return false;
+	}
+	/* Seen by the stream detector as start_rw would show it, after the
+	 * fact: a read that is not done here is shown once, by submit. */
+	fsaio__stream_enter(fsaio__parts(ctx)->ra, r, fi);
+	if (r->done_ == total)
+		fsaio__stream_hit(fsaio__parts(ctx)->ra, r);
+	FSAIO__INC(ctx, completed_inline, 1);
+	*res = (int64_t)r->done_;
+	return true;
 }
 
 static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
@@ -246,5 +303,6 @@ static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 
 const struct fsaio__method fsaio__method_file = {
 	.start = file_start,
+	.now = file_now,
 	.cancel = fsaio__carry_ring_cancel,  /* misses carried by io_uring (uring.c) */
 };

@@ -40,9 +40,14 @@ static int fail(int e)
 
 /* glibc refuses a priority outside [0, AIO_PRIO_DELTA_MAX] at submit,
  * and leaves EINVAL and -1 in the aiocb. */
+static bool prio_ok(const struct aiocb *cb)
+{
+	return cb->aio_reqprio >= 0 && cb->aio_reqprio <= AIO_PRIO_DELTA_MAX;
+}
+
 static bool bad_prio(struct aiocb *cb)
 {
-	if (cb->aio_reqprio >= 0 && cb->aio_reqprio <= AIO_PRIO_DELTA_MAX)
+	if (prio_ok(cb))
 		return false;
 	cb->__return_value = -1;
 	atomic_store_explicit((_Atomic int *)&cb->__error_code, EINVAL, memory_order_release);
@@ -75,9 +80,16 @@ static int submit_one(struct aiocb *cb, int kind, struct px_group *g, bool notif
 
 static int rw(struct aiocb *cb, int kind)
 {
-	int saved = errno, cs = fsaio__nocancel_begin();
-	int ret = submit_one(cb, kind, NULL, true);
+	int saved = errno, cs, ret;
 
+	/* A read the page cache has is done before a request is made for it,
+	 * on a path with no cancellation point. */
+	if (kind == PX_READ && prio_ok(cb) && px__read_now(cb)) {
+		errno = saved;
+		return 0;
+	}
+	cs = fsaio__nocancel_begin();
+	ret = submit_one(cb, kind, NULL, true);
 	fsaio__nocancel_end(cs);
 	if (ret)
 		return fail(-ret);

@@ -492,6 +492,36 @@ int px__submit(struct px_req *r)
 	return submit_engine(r, true);
 }
 
+/*
+ * aio_read's way for a read the page cache has: done in the caller by the
+ * plain context's engine (fsaio__read_now) before any record is made for
+ * it. It is never in flight: its status is stored once, final, so no
+ * thread can have seen it in progress, wait for it (px__seq is not
+ * moved) or find it on its fd, and it orders nothing (a read is no
+ * barrier and waits for none). Not for a request that signals (the other
+ * context), nor before the plain context is made: making it is no step
+ * for this path, which reaches no cancellation point. errno may change.
+ */
+bool px__read_now(struct aiocb *cb)
+{
+	fsaio_ctx_t *ctx = px__engine_now(PX_PLAIN);
+	struct sigevent sev = cb->aio_sigevent;
+	struct fsaio_req one;
+	int64_t res;
+
+	if (!ctx || cb->aio_offset < 0 || cb->aio_nbytes > SSIZE_MAX || px__sev_signals(&sev))
+		return false;
+	fsaio_prep_pread(&one, cb->aio_fildes, (void *)cb->aio_buf, cb->aio_nbytes,
+			 cb->aio_offset);
+	if (!fsaio__read_now(ctx, &one, &res))
+		return false;
+	cb->__return_value = res < 0 ? -1 : (ssize_t)res;
+	atomic_store_explicit((_Atomic int *)&cb->__error_code, res < 0 ? (int)-res : 0,
+			      memory_order_release);
+	px__notify(&sev, 0);
+	return true;
+}
+
 static void finish(struct px_req *r, int64_t res)
 {
 	struct aiocb *cb = r->cb;

@@ -67,10 +67,13 @@ void px__hold_end(void)
 
 void px__notify(const struct sigevent *sev, pid_t pid)
 {
-	int saved = errno;
+	int saved;
 
-	if (sev->sigev_notify == SIGEV_NONE)
+	/* Nothing to send: SIGEV_NONE, or a signal 0 (px__sev_signals). */
+	if (sev->sigev_notify == SIGEV_NONE ||
+	    (sev->sigev_notify == SIGEV_SIGNAL && !px__sev_signals(sev)))
 		return;
+	saved = errno;
 	if (holding && nheld < PX_HOLD) {
 		held[nheld].sev = *sev;
 		held[nheld].pid = pid;

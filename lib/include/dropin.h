@@ -74,4 +74,13 @@ void fsaio__set_deliver(fsaio_ctx_t *ctx,
 int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r, bool alone);
 void fsaio__submit_end(fsaio_ctx_t *ctx);
 
+/* A read the page cache has, done in the caller before the drop-in makes
+ * anything for it: r (a prepped FSAIO_OP_PREAD, never submitted) is read
+ * as fsaio_submit's inline attempt would read it, when its fd's last
+ * attempt hit and it is small. true with its result in *res (no event is
+ * posted; it counts in fsaio_stats as a request completed inline);
+ * false when it is not done, nothing of it kept: submit it then. No
+ * cancellation point is reached; errno may change. */
+bool fsaio__read_now(fsaio_ctx_t *ctx, struct fsaio_req *r, int64_t *res);
+
 #endif /* FSAIO_DROPIN_H */
