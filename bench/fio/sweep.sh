@@ -8,7 +8,10 @@
 # Each size runs its pair ROUNDS times, in the order A B B A ... (A the
 # drop-in, B io_uring), from a cold cache each time (the file's pages
 # dropped with POSIX_FADV_DONTNEED); the ratios are of the sums, so a slow
-# minute of the device weighs on both sides alike. fio's random map reads
+# minute of the device weighs on both sides alike. A run that one side had
+# alone in a slow minute (this host's runs of one build move up to 4x) weighs
+# on that side only: the last column, the ratio of the median runs' IOPS,
+# does not follow it; RUNS shows which run it was. fio's random map reads
 # every block at most once and fadvise_hint makes it POSIX_FADV_RANDOM, so
 # each run stays cold to its end. CPU is the whole fio process's task-clock
 # (perf stat), per I/O.
@@ -62,7 +65,8 @@ one() {
 }
 
 echo "sweep.sh: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-6s %10s %10s %8s %10s %10s %8s\n" size "drop-in" io_uring "IOPS" "dropin us" "uring us" "CPU/IO"
+printf "%-6s %10s %10s %8s %10s %10s %8s %8s\n" size "drop-in" io_uring "IOPS" "dropin us" "uring us" "CPU/IO" \
+	"median"
 for bs in ${sizes//,/ }; do
 	b=$(numfmt --from=iec "${bs^^}")
 	bytes=$(( (1 << 30) / 4096 * b ))
@@ -80,11 +84,24 @@ for bs in ${sizes//,/ }; do
 	done
 	sed "s/^/$bs /" "/tmp/sweep.$$" >>"$runs"
 	awk -v bs="$bs" '
-		{ ios[$1] += $2; ms[$1] += $3; cpu[$1] += $4 }
+		function median(side,    i, j, t, n, v) {
+			n = 0
+			for (i = 1; i <= nr; i++)
+				if (run_side[i] == side)
+					v[++n] = run_iops[i]
+			for (i = 2; i <= n; i++)
+				for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+					t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+				}
+			return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+		}
+		{ ios[$1] += $2; ms[$1] += $3; cpu[$1] += $4
+		  nr++; run_side[nr] = $1; run_iops[nr] = $2 * 1000 / $3 }
 		END {
 			ia = ios["A"] * 1000 / ms["A"]; ib = ios["B"] * 1000 / ms["B"]
 			ca = cpu["A"] * 1000 / ios["A"]; cb = cpu["B"] * 1000 / ios["B"]
-			printf "%-6s %10.0f %10.0f %7.2fx %10.2f %10.2f %7.2fx\n", bs, ia, ib, ia / ib, ca, cb, ca / cb
+			printf "%-6s %10.0f %10.0f %7.2fx %10.2f %10.2f %7.2fx %7.2fx\n", bs, ia, ib, ia / ib, ca, cb,
+			       ca / cb, median("A") / median("B")
 		}' "/tmp/sweep.$$"
 	rm -f "/tmp/sweep.$$"
 done
