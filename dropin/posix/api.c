@@ -303,6 +303,10 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 			continue;
 		kind = cb->aio_lio_opcode == LIO_READ ? PX_READ :
 		       cb->aio_lio_opcode == LIO_WRITE ? PX_WRITE : PX_BAD;
+		/* As in aio_read; a read done so is no longer the list's to
+		 * wait for. */
+		if (kind == PX_READ && prio_ok(cb) && px__read_now(cb))
+			continue;
 		r = submit_one(cb, kind, g, true);
 		if (r)
 			err = -r;

@@ -493,14 +493,15 @@ int px__submit(struct px_req *r)
 }
 
 /*
- * aio_read's way for a read the page cache has: done in the caller by the
- * plain context's engine (fsaio__read_now) before any record is made for
- * it. It is never in flight: its status is stored once, final, so no
- * thread can have seen it in progress, wait for it (px__seq is not
- * moved) or find it on its fd, and it orders nothing (a read is no
- * barrier and waits for none). Not for a request that signals (the other
- * context), nor before the plain context is made: making it is no step
- * for this path, which reaches no cancellation point. errno may change.
+ * aio_read's way (and lio_listio's, for each read of its list) for a read
+ * the page cache has: done in the caller by the plain context's engine
+ * (fsaio__read_now) before any record is made for it. It is never in
+ * flight: its status is stored once, final, so no thread can have seen it
+ * in progress, wait for it (px__seq is not moved) or find it on its fd,
+ * and it orders nothing (a read is no barrier and waits for none). Not for
+ * a request that signals (the other context), nor before the plain context
+ * is made: making it is no step for this path, which reaches no
+ * cancellation point. errno may change.
  */
 bool px__read_now(struct aiocb *cb)
 {

@@ -18,9 +18,9 @@ int px__submit(struct px_req *r);
  * of one entry (alone) may leave it held for a later call. */
 void px__batch_begin(bool alone);
 void px__batch_end(void);
-/* aio_read of cb done at once, before a request is made, when the page
- * cache has it all: true with its status stored and notified; false to
- * submit it. */
+/* A read (aio_read's, or a list's element) done at once, before a request
+ * is made, when the page cache has it all: true with its status stored
+ * and notified; false to submit it. */
 bool px__read_now(struct aiocb *cb);
 /* The engine contexts' completion callback. */
 void px__complete(void *arg, const struct fsaio_event *ev);
