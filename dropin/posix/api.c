@@ -49,8 +49,7 @@ static bool bad_prio(struct aiocb *cb)
 {
 	if (prio_ok(cb))
 		return false;
-	cb->__return_value = -1;
-	atomic_store_explicit((_Atomic int *)&cb->__error_code, EINVAL, memory_order_release);
+	px__set_status(cb, -EINVAL);
 	return true;
 }
 
@@ -65,9 +64,7 @@ static int submit_one(struct aiocb *cb, int kind, struct px_group *g, bool notif
 	px__init();
 	r = px__alloc(cb, kind, g, notify);
 	if (!r) {
-		cb->__return_value = -1;
-		atomic_store_explicit((_Atomic int *)&cb->__error_code, EAGAIN,
-				      memory_order_release);
+		px__set_status(cb, -EAGAIN);
 		return -EAGAIN;
 	}
 	if (g)
@@ -78,13 +75,19 @@ static int submit_one(struct aiocb *cb, int kind, struct px_group *g, bool notif
 	return ret;
 }
 
+/* A read the page cache has is done before a request is made for it
+ * (px__read_now), on a path with no cancellation point; a bad priority is
+ * left for submit_one to refuse. */
+static bool done_now(struct aiocb *cb, int kind)
+{
+	return kind == PX_READ && prio_ok(cb) && px__read_now(cb);
+}
+
 static int rw(struct aiocb *cb, int kind)
 {
 	int saved = errno, cs, ret;
 
-	/* A read the page cache has is done before a request is made for it,
-	 * on a path with no cancellation point. */
-	if (kind == PX_READ && prio_ok(cb) && px__read_now(cb)) {
+	if (done_now(cb, kind)) {
 		errno = saved;
 		return 0;
 	}
@@ -303,9 +306,8 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 			continue;
 		kind = cb->aio_lio_opcode == LIO_READ ? PX_READ :
 		       cb->aio_lio_opcode == LIO_WRITE ? PX_WRITE : PX_BAD;
-		/* As in aio_read; a read done so is no longer the list's to
-		 * wait for. */
-		if (kind == PX_READ && prio_ok(cb) && px__read_now(cb))
+		/* A read done so is no longer the list's to wait for. */
+		if (done_now(cb, kind))
 			continue;
 		r = submit_one(cb, kind, g, true);
 		if (r)

@@ -335,8 +335,7 @@ static void refuse(struct px_req *r)
 	pthread_mutex_unlock(&b->lock);
 	if (ready)
 		dispatch(ready);
-	r->cb->__return_value = -1;
-	atomic_store_explicit((_Atomic int *)&r->cb->__error_code, EAGAIN, memory_order_release);
+	px__set_status(r->cb, -EAGAIN);
 	unref(r);   /* an aio_cancel looking at it may hold another reference */
 }
 
@@ -516,9 +515,7 @@ bool px__read_now(struct aiocb *cb)
 			 cb->aio_offset);
 	if (!fsaio__read_now(ctx, &one, &res))
 		return false;
-	cb->__return_value = res < 0 ? -1 : (ssize_t)res;
-	atomic_store_explicit((_Atomic int *)&cb->__error_code, res < 0 ? (int)-res : 0,
-			      memory_order_release);
+	px__set_status(cb, res);
 	px__notify(&sev, 0);
 	return true;
 }
@@ -532,9 +529,7 @@ static void finish(struct px_req *r, int64_t res)
 
 	/* The status first; after the store the aiocb is the program's again
 	 * (it may resubmit it at once), so it is not touched again. */
-	cb->__return_value = res < 0 ? -1 : (ssize_t)res;
-	atomic_store_explicit((_Atomic int *)&cb->__error_code, res < 0 ? (int)-res : 0,
-			      memory_order_release);
+	px__set_status(cb, res);
 
 	pthread_mutex_lock(&b->lock);
 	r->state = PX_DONE;

@@ -109,4 +109,14 @@ struct px_req {
 	struct px_req *dnext;       /* disp_lock: the dispatcher's queue */
 };
 
+/* cb's final status: res bytes, or -errno (aio_return -1, aio_error
+ * errno). The error is stored last, with release: from then on the aiocb
+ * is the program's again. */
+static inline void px__set_status(struct aiocb *cb, int64_t res)
+{
+	cb->__return_value = res < 0 ? -1 : (ssize_t)res;
+	atomic_store_explicit((_Atomic int *)&cb->__error_code, res < 0 ? (int)-res : 0,
+			      memory_order_release);
+}
+
 #endif /* FSAIO_PX_H */
