@@ -216,7 +216,13 @@ struct fsaio_stats {
 				     * that had the request: writes done in the submit
 				     * call (FSAIO_CTX_INLINE_WRITES), requests no worker
 				     * or descriptor could be had for */
-	uint64_t reserved[9];
+	uint64_t batch_calls;       /* system calls that made the first attempt of several
+				     * reads of one submit call at once */
+	uint64_t batch_reads;       /* reads attempted by those calls */
+	uint64_t batch_refused;     /* submit calls whose reads were attempted one by one
+				     * because the kernel refused the engine an AIO
+				     * context (seccomp, aio-max-nr) */
+	uint64_t reserved[6];
 };
 
 /* Create a context; p may be NULL for defaults. 0 or -EINVAL, -EFAULT, -ENOMEM. */

@@ -175,6 +175,7 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	ctx->parts.poller = &ctx->poller;
 	ctx->parts.pool = &ctx->pool;
 	ctx->parts.uring = &ctx->uring;
+	ctx->parts.rwb = &ctx->rwb;
 	ctx->depth = p->queue_depth ? p->queue_depth : DEFAULT_DEPTH;
 	ctx->complete_cb = p->complete;
 	ctx->complete_arg = p->complete_arg;
@@ -196,6 +197,7 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 		goto out_cq;
 	fsaio__ra_init(&ctx->ra, p->flags & FSAIO_CTX_NO_READAHEAD, &ctx->st, &ctx->fdt,
 		       ra_queue_job, ra_pool_full, ctx);
+	fsaio__rw_batch_init(&ctx->rwb, &ctx->st);
 	*ctxp = ctx;
 	errno = saved;
 	return 0;
@@ -243,6 +245,7 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 		fsaio__uring_forget(&ctx->uring);
 	}
 	fsaio__ra_fini(&ctx->ra);    /* after the workers that run its prefetch jobs */
+	(live ? fsaio__rw_batch_fini : fsaio__rw_batch_forget)(&ctx->rwb);
 	(live ? fsaio__pool_fini : fsaio__pool_forget)(&ctx->pool);
 	(live ? fsaio__poller_fini : fsaio__poller_forget)(&ctx->poller);
 	(live ? fsaio__cq_fini : fsaio__cq_forget)(&ctx->cq);

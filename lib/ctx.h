@@ -23,6 +23,7 @@
 #include "pool.h"
 #include "readahead.h"
 #include "req.h"
+#include "rw_batch.h"
 #include "uring.h"
 
 struct fsaio_ctx {
@@ -43,6 +44,7 @@ struct fsaio_ctx {
 	struct fsaio__poller poller;
 	struct fsaio__uring_exec uring; /* uring.h: its own rules */
 	struct fsaio__readahead ra; /* readahead.c: its own rules */
+	struct fsaio__rw_batch rwb; /* rw_batch.h: its own rules */
 };
 
 #endif /* FSAIO_CTX_H */

@@ -28,6 +28,11 @@ struct fsaio__method {
 	 * the method never does. */
 	bool (*now)(struct fsaio_ctx *ctx, struct fsaio_req *req, struct fsaio__fdinfo fi,
 		    int64_t *res);
+	/* Whether r's first attempt may be made with the other reads of its
+	 * submit call, in one system call (rw_batch.c): only where start()
+	 * would make that attempt before anything else. NULL if never. */
+	bool (*batchable)(struct fsaio_ctx *ctx, const struct fsaio_req *req,
+			  struct fsaio__fdinfo fi);
 	/* Take back a WAITING request: 0 if it will complete with -ECANCELED,
 	 * -EBUSY if too late. NULL if the method never parks requests. */
 	int (*cancel)(struct fsaio_ctx *ctx, struct fsaio_req *req);

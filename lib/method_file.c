@@ -25,7 +25,7 @@
  * done inline with a plain call when the probe finds the whole range cached
  * (copying to or from cached pages), and go to the pool otherwise.
  *
- * Under fsaio__submit_lazy (nocancel.h) a read or write starts with the
+ * Under fsaio__submit_batch (dropin.h) a read or write starts with the
  * caller's cancellation enabled: every branch that hands the request on
  * disables it first (fsaio__carry, fsaio__batch_nocancel); the inline attempt makes only
  * raw system calls, which are not cancellation points.
@@ -45,6 +45,7 @@
 #include "readahead.h"
 #include "req.h"
 #include "rw.h"
+#include "rw_batch.h"
 
 /* Requests at least this large are probed before their first attempt: a
  * NOWAIT miss of 64 KiB already starts I/O and costs the submitter tens of
@@ -169,13 +170,22 @@ static int missed(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdin
 #define DONE 1
 
 /* The inline attempt: RWF_NOWAIT rounds until r is done (DONE), or the
- * last round's 0 (a miss, or EOF for a write) or -errno. */
-static ssize_t attempt(struct fsaio_ctx *ctx, struct fsaio_req *r, struct iovec *tmp)
+ * last round's 0 (a miss, or EOF for a write) or -errno. Its first round
+ * may have been made already, with the call's other reads (b->has_first). */
+static ssize_t attempt(struct fsaio_ctx *ctx, struct fsaio_req *r, struct iovec *tmp,
+		       struct fsaio__batch *b)
 {
 	uint64_t total = fsaio__total(r);
 
 	for (;;) {
-		ssize_t n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags | RWF_NOWAIT);
+		ssize_t n;
+
+		if (b && b->has_first) {
+			b->has_first = false;
+			n = (ssize_t)b->first;
+		} else {
+			n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags | RWF_NOWAIT);
+		}
 
 		if (n > 0) {
 			r->done_ += (uint64_t)n;
@@ -230,7 +240,7 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
 		return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
 	}
-	n = attempt(ctx, r, tmp);
+	n = attempt(ctx, r, tmp, b);
 	if (n == DONE) {
 		if (r->done_ == total) {
 			if (fi.flags & FSAIO__FD_PROBE_NEXT)
@@ -273,7 +283,7 @@ static bool file_now(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__f
 	    (fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK)) ||
 	    (fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE))
 		return false;
-	n = attempt(ctx, r, tmp);
+	n = attempt(ctx, r, tmp, NULL);
 	if (n != DONE) {
 		if (n == 0 || n == -EAGAIN)
 			fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
@@ -290,6 +300,18 @@ static bool file_now(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__f
 	return true;
 }
 
+/* A read whose start_rw makes its inline attempt before anything else
+ * (no probe, no hand-off untried), as file_now asks, and that the kernel's
+ * AIO can make: the attempt is likely to finish it, so it joins its call's
+ * batch (rw_batch.c). */
+static bool file_batchable(struct fsaio_ctx *ctx, const struct fsaio_req *r,
+			   struct fsaio__fdinfo fi)
+{
+	return fsaio__rw_batchable(r) && fsaio__total(r) < PROBE_ALWAYS_BYTES &&
+	       !(fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK)) &&
+	       !(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE);
+}
+
 static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
 		 struct fsaio__batch *b)
 {
@@ -304,5 +326,6 @@ static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__
 const struct fsaio__method fsaio__method_file = {
 	.start = file_start,
 	.now = file_now,
+	.batchable = file_batchable,
 	.cancel = fsaio__carry_ring_cancel,  /* misses carried by io_uring (uring.c) */
 };

@@ -20,6 +20,7 @@ struct fsaio__readahead;
 struct fsaio__poller;
 struct fsaio__pool;
 struct fsaio__uring_exec;
+struct fsaio__rw_batch;
 
 struct fsaio__parts {
 	unsigned fork_gen;      /* immutable: fsaio__fork_gen at creation (fork.h) */
@@ -32,6 +33,7 @@ struct fsaio__parts {
 	struct fsaio__poller *poller;
 	struct fsaio__pool *pool;
 	struct fsaio__uring_exec *uring;
+	struct fsaio__rw_batch *rwb;
 	/* carry.c: relaxed; sampling of the reads sent on untried (ring or worker) */
 	_Atomic unsigned straight_seq;
 };

@@ -150,18 +150,85 @@ static bool reserve(struct fsaio_ctx *ctx)
 	return true;
 }
 
+/* Take back r's reservation: it was refused, and makes no event. */
+static void unreserve(struct fsaio_ctx *ctx, struct fsaio_req *r)
+{
+	fsaio__state_set(r, FSAIO__IDLE);
+	if (!ctx->deliver)
+		atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_relaxed);
+}
+
+/* Start accepted request r: 0, or -errno and it was refused. */
+static int start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
+		 struct fsaio__batch *b)
+{
+	int ret;
+
+	/* method_file.c disables cancellation itself on the paths that need
+	 * it; the other methods are not audited for it. */
+	if (fi.kind != FSAIO__KIND_FILE || !fsaio__is_rw(r))
+		fsaio__batch_nocancel(b);
+	ret = dispatch(ctx, r, fi, b);
+	b->has_first = false;
+	if (ret) {
+		unreserve(ctx, r);
+		return ret;
+	}
+	FSAIO__INC(ctx, requests, 1);
+	return 0;
+}
+
+/* Reads of one call, accepted and waiting to start, whose first attempts
+ * are made together (rw_batch.c) when the run is started. */
+struct run {
+	unsigned n;
+	struct fsaio_req *r[FSAIO__RW_BATCH_MAX];
+	struct fsaio__fdinfo fi[FSAIO__RW_BATCH_MAX];
+};
+
+/* Start the run's reads in order, each with its first attempt's answer
+ * from the batch: how many were accepted; at the first refusal *err is
+ * set and the ones after it are refused too (their reads were attempted,
+ * which wrote only their own buffers). */
+static unsigned start_run(struct fsaio_ctx *ctx, struct run *run, struct fsaio__batch *b,
+			  int *err)
+{
+	int64_t first[FSAIO__RW_BATCH_MAX];
+	unsigned had = fsaio__rw_batch_reads(fsaio__parts(ctx)->rwb, run->r, run->n, first);
+	unsigned i;
+
+	for (i = 0; i < run->n; i++) {
+		b->has_first = i < had;
+		b->first = b->has_first ? first[i] : 0;
+		*err = start(ctx, run->r[i], run->fi[i], b);
+		if (*err)
+			break;
+	}
+	for (unsigned j = i + 1; j < run->n; j++)
+		unreserve(ctx, run->r[j]);
+	run->n = 0;
+	return i;
+}
+
 /* cs: FSAIO__CS_LAZY when the caller's cancellation is still enabled and
  * is to be disabled only before a step that may reach a cancellation point
  * (nocancel.h), or any other value when the caller disabled it. flush:
  * submit what went to the io_uring ring now; else the caller does, with
  * fsaio__submit_end. alone: the caller's call brings one request
- * (fsaio__batch.alone). */
+ * (fsaio__batch.alone).
+ *
+ * Requests start in order. A read whose first attempt may be batched
+ * (method->batchable) waits in a run until a request of another kind, the
+ * run's limit or the call's end starts the run: the attempts of a call's
+ * cached reads cost one system call, and nothing of the call starts out
+ * of order. */
 static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int cs,
 		       bool flush, bool alone)
 {
 	struct fsaio__batch b;
-	int saved = errno, ret = 0;
-	unsigned i;
+	struct run run;
+	int saved = errno, ret = 0, err = 0;
+	unsigned i, accepted = 0;
 
 	if (!fsaio__ctx_ok(ctx))
 		return -EINVAL;
@@ -173,8 +240,11 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 	b.n = 0;
 	b.cs = cs;
 	b.alone = alone;
+	b.has_first = false;
+	run.n = 0;
 	for (i = 0; i < nr; i++) {
 		struct fsaio_req *r = reqs[i];
+		const struct fsaio__method *m;
 		struct fsaio__fdinfo fi;
 
 		if (!r) {
@@ -190,18 +260,34 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		r->done_ = 0;
 		r->next_ = r->prev_ = NULL;
 		fsaio__state_set(r, FSAIO__INLINE);
-		/* method_file.c disables cancellation itself on the paths
-		 * that need it; the other methods are not audited for it. */
-		if (fi.kind != FSAIO__KIND_FILE || !fsaio__is_rw(r))
-			fsaio__batch_nocancel(&b);
-		ret = dispatch(ctx, r, fi, &b);
-		if (ret) {
-			fsaio__state_set(r, FSAIO__IDLE);
-			if (!ctx->deliver)
-				atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_relaxed);
-			break;
+		m = fsaio__methods[fi.kind];
+		if (nr > 1 && m->batchable && m->batchable(ctx, r, fi)) {
+			run.r[run.n] = r;
+			run.fi[run.n++] = fi;
+			if (run.n == FSAIO__RW_BATCH_MAX) {
+				accepted += start_run(ctx, &run, &b, &ret);
+				if (ret)
+					break;
+			}
+			continue;
 		}
-		FSAIO__INC(ctx, requests, 1);
+		if (run.n) {
+			accepted += start_run(ctx, &run, &b, &ret);
+			if (ret) {
+				unreserve(ctx, r);
+				break;
+			}
+		}
+		ret = start(ctx, r, fi, &b);
+		if (ret)
+			break;
+		accepted++;
+	}
+	/* A refusal in the run comes before whatever ended the loop. */
+	if (run.n) {
+		accepted += start_run(ctx, &run, &b, &err);
+		if (err)
+			ret = err;
 	}
 	if (flush)
 		fsaio__uring_flush_soon(&ctx->uring);
@@ -209,7 +295,7 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		fsaio__nocancel_end(b.cs);
 	fsaio__batch_flush(ctx, &b);
 	errno = saved;
-	return i ? (int)i : ret;
+	return accepted ? (int)accepted : ret;
 }
 
 FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
@@ -217,21 +303,10 @@ FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned 
 	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE, true, nr == 1));
 }
 
-int fsaio__submit_lazy(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
+/* The drop-ins' way in (dropin.h). */
+int fsaio__submit_batch(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, bool alone)
 {
-	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY, true, nr == 1);
-}
-
-/*
- * The drop-ins' way in for one request of a batch (dropin.h): submitted as
- * by fsaio__submit_lazy, its inline attempt and all, except that what it
- * sends to the ring waits for fsaio__submit_end, so that one io_submit's
- * or lio_listio's misses reach the ring in one io_uring_enter. 1 once
- * accepted, or -errno.
- */
-int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r, bool alone)
-{
-	return submit_body(ctx, &r, 1, FSAIO__CS_LAZY, false, alone);
+	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY, false, alone);
 }
 
 void fsaio__submit_end(fsaio_ctx_t *ctx)

@@ -10,24 +10,7 @@
 
 #include "kernel.h"
 
-#ifdef SHIM_RAW_SYSCALL
-
 long shim__kernel(long nr, long a, long b, long c, long d, long e, long f)
 {
-	return shim__raw6(nr, a, b, c, d, e, f);
+	return fsaio__raw6(nr, a, b, c, d, e, f);
 }
-
-#else
-
-long shim__kernel(long nr, long a, long b, long c, long d, long e, long f)
-{
-	int saved = errno;
-	long r = syscall(nr, a, b, c, d, e, f);
-
-	if (r == -1)
-		r = -errno;
-	errno = saved;
-	return r;
-}
-
-#endif

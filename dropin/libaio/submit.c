@@ -12,12 +12,13 @@
  * io_submit runs with the caller's cancellation state, as none of its
  * usual steps is a cancellation point: the few that may be (closing a
  * RESFD dup, signalling an eventfd, the engine's hand-offs) disable it
- * around themselves (fsaio__submit_lazy, FSAIO__NOCANCEL).
+ * around themselves (fsaio__submit_batch, FSAIO__NOCANCEL).
  *
  * The iocbs of one call are prepared up to the first bad one and handed to
- * the engine in batches; the engine attempts each inline in this thread, so
- * a request whose data is cached, and every buffered write to a regular
- * file (FSAIO_CTX_INLINE_WRITES, context.c), has its event in the ring when
+ * the engine in batches; the engine attempts each inline in this thread
+ * (a batch's cached reads in one system call), so a request whose data is
+ * cached, and every buffered write to a regular file
+ * (FSAIO_CTX_INLINE_WRITES, context.c), has its event in the ring when
  * io_submit returns, as with the kernel.
  */
 #include <errno.h>
@@ -32,7 +33,8 @@
 #include "submit.h"
 #include "usermem.h"
 
-#define BATCH 32
+/* As many as the engine attempts in one system call (rw_batch.h). */
+#define BATCH 64
 
 /* Judge iocb cb (the copy of ucb, its head already judged) and fill slot s
  * for it (taken by the caller, who gives it back if this fails). */
@@ -81,17 +83,6 @@ static void give_back(struct shim_ctx *c, struct shim_slot **slots, unsigned n)
 	shim__slots_release(c, slots, n);
 }
 
-/* A read, prepared in slot s, when no request of its batch waits before
- * it: true when the engine took it (a hit's event is in the ring already;
- * a miss goes to the engine's ring at fsaio__submit_end, with the other
- * misses of the call); false to submit it with the batch (not a read, or
- * refused: the batch's way answers for it). alone: the call's only iocb. */
-static bool submit_now(struct shim_ctx *c, struct shim_slot *s, bool alone)
-{
-	return s->opcode == IOCB_CMD_PREAD && s->resfd < 0 &&
-	       fsaio__submit_one(c->engine, &s->req, alone) == 1;
-}
-
 /* The iocbs of one batch: slots are taken for the whole batch in one round
  * of ctx->lock (more only if it runs short), the engine publishes the
  * inline completions in one more (shim__deliver), and the slots left
@@ -111,19 +102,19 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 		struct iocb *failed = NULL;     /* the iocb prepare refused, if readable */
 		uint32_t failed_key = 0;        /* its aio_key before prepare */
 		unsigned want = nr - done < BATCH ? (unsigned)(nr - done) : BATCH;
-		unsigned k = 0, now = 0, off, have;
+		unsigned k = 0, off, have;
 		int n;
 
 		have = shim__take_slots(c, want, slots);
-		while (now + k < want) {
+		while (k < want) {
 			struct iocb *ucb, cb;
 
 			/* get_user() of each entry, as the kernel reads them. */
-			if (!shim__user_ptr_ok(&ios[done + now + k], sizeof(*ios))) {
+			if (!shim__user_ptr_ok(&ios[done + k], sizeof(*ios))) {
 				ret = -EFAULT;
 				break;
 			}
-			ucb = ios[done + now + k];
+			ucb = ios[done + k];
 			/* copy_from_user() of the iocb. */
 			if (!shim__user_ptr_ok(ucb, sizeof(*ucb))) {
 				ret = -EFAULT;
@@ -146,13 +137,6 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 			if (ret)
 				break;
 			failed = NULL;
-			/* With none of this batch's requests waiting before it, a
-			 * read goes in alone (submit_now). */
-			if (!k && submit_now(c, slots[0], nr == 1)) {
-				slots[0] = slots[--have];
-				now++;
-				continue;
-			}
 			reqs[k] = &slots[k]->req;
 			/* A request that signals an eventfd ends the batch: the
 			 * kernel signals it before it reads the next iocb, which
@@ -162,13 +146,12 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 		}
 		if (!k) {
 			give_back(c, slots, have);
-			done += now;
 			continue;
 		}
 		/* The engine stops at a request it refuses and returns how many
 		 * it took; asked again, it answers the refused one's error. */
 		for (off = 0; off < k; off += (unsigned)n) {
-			n = fsaio__submit_lazy(c->engine, reqs + off, k - off);
+			n = fsaio__submit_batch(c->engine, reqs + off, k - off, nr == 1);
 			if (n <= 0) {
 				ret = n ? n : -EAGAIN;
 				break;
@@ -191,9 +174,9 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 			failed->aio_key = failed_key;
 		/* The refused requests' slots and those never used. */
 		give_back(c, slots + off, have - off);
-		done += now + off;
+		done += off;
 	}
-	/* The misses of the requests submit_now took, in one io_uring_enter. */
+	/* The call's misses, in one io_uring_enter. */
 	fsaio__submit_end(c->engine);
 	return done ? done : ret;
 }

@@ -71,7 +71,7 @@ static bool disp_running;                       /* disp_lock */
 static __thread bool in_ring_callback;
 
 /* Inside px__batch_begin/end (one lio_listio): the submitter's requests go
- * to the engine with fsaio__submit_one, and batch_used[kind] says which
+ * to the engine with fsaio__submit_batch, and batch_used[kind] says which
  * contexts then owe an fsaio__submit_end. */
 static __thread bool batching;
 static __thread bool batch_alone;      /* the list brings one request */
@@ -385,7 +385,7 @@ static int submit_engine(struct px_req *r, bool submitter)
 		n = -EAGAIN;
 	} else if (batching && submitter) {
 		batch_used[r->ctx_kind] = true;
-		n = fsaio__submit_one(ctx, one, batch_alone);
+		n = fsaio__submit_batch(ctx, &one, 1, batch_alone);
 	} else {
 		n = fsaio_submit(ctx, &one, 1);
 	}

@@ -22,6 +22,10 @@ struct fsaio__counters {
 	_Atomic uint64_t reaper_sleeps, reaper_wakeups, straight_to_ring;
 	_Atomic uint64_t ring_reaped_caller, ring_reaped_thread;
 	_Atomic uint64_t blocking_inline;       /* rw.c */
+	/* rw_batch.c: io_submit calls that attempted several reads, the
+	 * reads they attempted, batches done one by one for want of a
+	 * kernel AIO context */
+	_Atomic uint64_t batch_calls, batch_reads, batch_refused;
 };
 
 #define FSAIO__COUNT(st, field, n) \

@@ -24,7 +24,7 @@
 static _Atomic uint64_t dev_cache[DEV_CACHE];
 
 /* Reached from a submit that runs with the caller's cancellation enabled
- * (fsaio__submit_lazy): open, read and close are cancellation points. */
+ * (fsaio__submit_batch): open, read and close are cancellation points. */
 static long read_kb(const char *path)
 {
 	char buf[32];

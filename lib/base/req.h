@@ -51,6 +51,11 @@ struct fsaio__batch {
 	 * wait past the call's return (uring_doorbell.c). A call of several
 	 * enters them once at its end: holding costs a registration each. */
 	bool alone;
+	/* The request being started had its first attempt made already, with
+	 * the call's other reads (rw_batch.c): its answer, taken by the
+	 * method's attempt in place of its first system call. */
+	bool has_first;
+	int64_t first;
 	struct fsaio_event ev[FSAIO__BATCH];
 };
 

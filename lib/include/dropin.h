@@ -63,15 +63,24 @@ void fsaio__drive_kick(fsaio_ctx_t *ctx);
 void fsaio__set_deliver(fsaio_ctx_t *ctx,
 			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n));
 
-/* One request, as fsaio__submit_lazy submits it (its inline attempt, its
- * event posted by the time it returns when that completed it): 1 once
- * accepted, else the -errno fsaio_submit would return. What it sent to
- * the io_uring ring waits for fsaio__submit_end, which the caller makes
- * once at the end of its call, so that one call's misses reach the ring
- * in one system call (or with a later call's, while the caller keeps
- * coming back soon and the ring is busy: fsaio__drive_back), when alone
- * says the call brings r alone; a call of several enters at its end. */
-int fsaio__submit_one(fsaio_ctx_t *ctx, struct fsaio_req *r, bool alone);
+/*
+ * The drop-ins' submit: reqs as fsaio_submit takes them (in order, the
+ * cached reads' first attempts made in one system call, the hits' events
+ * posted by the time it returns; how many were accepted, or the first
+ * one's -errno), with two differences.
+ * - Cancellation: the caller's state is kept, and disabled for the rest of
+ *   the call only before a step that may reach a cancellation point (every
+ *   request but a buffered read or write on a regular file, and on those
+ *   every path but the attempt that completes inline), put back before it
+ *   returns. The completion callback is called with the caller's state.
+ * - What it sent to the io_uring ring waits for fsaio__submit_end, which
+ *   the caller makes once at the end of its own call, so that the call's
+ *   misses reach the ring in one system call (or with a later call's, while
+ *   the caller keeps coming back soon and the ring is busy), when alone
+ *   says the caller's call brings one request; a call of several enters at
+ *   its end.
+ */
+int fsaio__submit_batch(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, bool alone);
 void fsaio__submit_end(fsaio_ctx_t *ctx);
 
 /* A read the page cache has, done in the caller before the drop-in makes

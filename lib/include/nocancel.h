@@ -28,19 +28,6 @@ static inline void fsaio__nocancel_end(int old)
 	pthread_setcancelstate(old, &ignored);
 }
 
-/*
- * fsaio_submit without its own cancellation toggle, for the libaio drop-in,
- * whose io_submit disables cancellation only around what may be a
- * cancellation point: the engine disables it for the rest of the call
- * before any step that may reach one (every request but a buffered
- * read or write on a regular file, and on those every path but the attempt
- * that completes inline), and puts it back before it returns. The
- * completion callback is called with cancellation as the caller had it.
- */
-struct fsaio_ctx;
-struct fsaio_req;
-int fsaio__submit_lazy(struct fsaio_ctx *ctx, struct fsaio_req **reqs, unsigned nr);
-
 /* The value of expr, evaluated with the caller's cancellation disabled. */
 #define FSAIO__NOCANCEL(expr) __extension__({				\
 	int fsaio__cs_ = fsaio__nocancel_begin();			\

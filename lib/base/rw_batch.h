@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The first attempt of several reads in one system call (rw_batch.c): a
+ * kernel AIO context of the engine's own, whose RWF_NOWAIT reads copy what
+ * the page cache holds and answer -EAGAIN for the rest without waiting.
+ */
+#ifndef FSAIO_RW_BATCH_H
+#define FSAIO_RW_BATCH_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "counters.h"
+#include "req.h"
+
+/* The most reads one batch attempts, and the events its context holds. */
+#define FSAIO__RW_BATCH_MAX 64
+
+struct fsaio__rw_batch {
+	/* One batch at a time: taken with trylock, so a submitter that finds
+	 * it busy attempts its reads one by one and never waits. */
+	pthread_mutex_t lock;
+	/* lock: 0 until the first batch makes the context, then its
+	 * aio_context_t, or RW_BATCH_NONE where the kernel refused one. */
+	uint64_t id;
+	struct fsaio__counters *st;     /* immutable after init */
+};
+
+void fsaio__rw_batch_init(struct fsaio__rw_batch *k, struct fsaio__counters *st);
+void fsaio__rw_batch_fini(struct fsaio__rw_batch *k);   /* io_destroy */
+void fsaio__rw_batch_forget(struct fsaio__rw_batch *k); /* forked child: not ours */
+/*
+ * Whether r's first attempt may be made in a batch: a buffered read of a
+ * regular file at a position, of bytes, with no flag of the caller's but
+ * RWF_NOWAIT. What the method's own rules allow (the fd's history) is the
+ * method's to say.
+ */
+bool fsaio__rw_batchable(const struct fsaio_req *r);
+/*
+ * Attempt r[0..n) (each fsaio__rw_batchable, nothing done yet) with
+ * RWF_NOWAIT in one io_submit: res[i] is what one preadv2(RWF_NOWAIT) of
+ * r[i] would have answered (bytes, 0 at EOF, -EAGAIN, -errno). Returns
+ * how many of the first ones have their answer; 0 when none was made
+ * (busy, no context to be had, the kernel refused the first): the caller
+ * attempts the rest one by one.
+ */
+unsigned fsaio__rw_batch_reads(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
+			       int64_t *res);
+
+#endif /* FSAIO_RW_BATCH_H */
