@@ -801,7 +801,10 @@ int main(int argc, char **argv)
 			}
 		}
 		for (unsigned rep = 0; rep < s.reps; rep++) {
-			for (unsigned m = 0; m < bench_nmethods; m++) {
+			/* Odd reps run the methods in reverse order: a drift of
+			 * the machine's load over a rep favours no method. */
+			for (unsigned mi = 0; mi < bench_nmethods; mi++) {
+				unsigned m = rep % 2 ? bench_nmethods - 1 - mi : mi;
 				struct bench_cell *cell = bench_cell_at(&rp, c, m);
 				if (cell->status == ST_SKIPPED || cell->status == ST_UNAVAILABLE)
 					continue;
