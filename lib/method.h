@@ -24,10 +24,11 @@ struct fsaio__method {
 		     struct fsaio__fdinfo fi, struct fsaio__batch *b);
 	/* Complete r in the caller with no event, if this can be done now
 	 * without blocking: true and its result in *res, or false with r as
-	 * it was (what the fd's facts learnt stays), to be submitted. NULL if
-	 * the method never does. */
+	 * it was (what the fd's facts learnt stays), to be submitted. first:
+	 * the answer of its first attempt, made already with other reads
+	 * (rw_batch.c), or NULL. NULL if the method never does. */
 	bool (*now)(struct fsaio_ctx *ctx, struct fsaio_req *req, struct fsaio__fdinfo fi,
-		    int64_t *res);
+		    const int64_t *first, int64_t *res);
 	/* Whether r's first attempt may be made with the other reads of its
 	 * submit call, in one system call (rw_batch.c): only where start()
 	 * would make that attempt before anything else. NULL if never. */

@@ -17,7 +17,7 @@
  * decides whether the ring takes it untried).
  *
  * A drop-in may ask for a read's attempt alone, before it makes its own
- * records of the request (file_now, through fsaio__read_now): only where
+ * records of the request (file_now, through fsaio__reads_now): only where
  * the attempt is likely to finish it, and it keeps nothing if it does not.
  *
  * Filesystems that refuse RWF_NOWAIT (tmpfs reads, ext4 writes on 6.18:
@@ -170,19 +170,19 @@ static int missed(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdin
 #define DONE 1
 
 /* The inline attempt: RWF_NOWAIT rounds until r is done (DONE), or the
- * last round's 0 (a miss, or EOF for a write) or -errno. Its first round
- * may have been made already, with the call's other reads (b->has_first). */
+ * last round's 0 (a miss, or EOF for a write) or -errno. first: its first
+ * round's answer, had already with other reads (rw_batch.c), or NULL. */
 static ssize_t attempt(struct fsaio_ctx *ctx, struct fsaio_req *r, struct iovec *tmp,
-		       struct fsaio__batch *b)
+		       const int64_t *first)
 {
 	uint64_t total = fsaio__total(r);
 
 	for (;;) {
 		ssize_t n;
 
-		if (b && b->has_first) {
-			b->has_first = false;
-			n = (ssize_t)b->first;
+		if (first) {
+			n = (ssize_t)*first;
+			first = NULL;
 		} else {
 			n = fsaio__rw_once(r, tmp, INLINE_IOV, r->rw_flags | RWF_NOWAIT);
 		}
@@ -240,7 +240,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
 		return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
 	}
-	n = attempt(ctx, r, tmp, b);
+	n = attempt(ctx, r, tmp, b->has_first ? &b->first : NULL);
+	b->has_first = false;
 	if (n == DONE) {
 		if (r->done_ == total) {
 			if (fi.flags & FSAIO__FD_PROBE_NEXT)
@@ -264,26 +265,36 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	return 0;
 }
 
+/* A read whose start_rw makes its inline attempt before anything else
+ * (no probe, no hand-off untried), as file_now asks, and that the kernel's
+ * AIO can make: the attempt is likely to finish it, so it joins its call's
+ * batch (rw_batch.c). */
+static bool file_batchable(struct fsaio_ctx *ctx, const struct fsaio_req *r,
+			   struct fsaio__fdinfo fi)
+{
+	return fsaio__rw_batchable(r) && fsaio__total(r) < PROBE_ALWAYS_BYTES &&
+	       !(fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK)) &&
+	       !(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE);
+}
+
 /*
  * A read done in the caller alone, for a drop-in whose own records cost
- * more than the read when the page cache has it (fsaio__read_now): only
+ * more than the read when the page cache has it (fsaio__reads_now): only
  * where the attempt is likely to finish it (a small read on an fd whose
  * last attempt hit), and only if it does. r is left as submit would find
  * it otherwise, except that a miss is remembered on the fd, so that the
  * submit that follows probes instead of trying again.
  */
 static bool file_now(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,
-		     int64_t *res)
+		     const int64_t *first, int64_t *res)
 {
 	uint64_t total = fsaio__total(r);
 	struct iovec tmp[INLINE_IOV];
 	ssize_t n;
 
-	if (fsaio__is_write(r) || !total || total >= PROBE_ALWAYS_BYTES || r->rw_flags ||
-	    (fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK)) ||
-	    (fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE))
+	if (r->rw_flags || !file_batchable(ctx, r, fi))
 		return false;
-	n = attempt(ctx, r, tmp, NULL);
+	n = attempt(ctx, r, tmp, first);
 	if (n != DONE) {
 		if (n == 0 || n == -EAGAIN)
 			fsaio__fd_missed(fsaio__parts(ctx)->fdt, r->fd, fi);
@@ -298,18 +309,6 @@ static bool file_now(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__f
 	FSAIO__INC(ctx, completed_inline, 1);
 	*res = (int64_t)r->done_;
 	return true;
-}
-
-/* A read whose start_rw makes its inline attempt before anything else
- * (no probe, no hand-off untried), as file_now asks, and that the kernel's
- * AIO can make: the attempt is likely to finish it, so it joins its call's
- * batch (rw_batch.c). */
-static bool file_batchable(struct fsaio_ctx *ctx, const struct fsaio_req *r,
-			   struct fsaio__fdinfo fi)
-{
-	return fsaio__rw_batchable(r) && fsaio__total(r) < PROBE_ALWAYS_BYTES &&
-	       !(fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK)) &&
-	       !(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE);
 }
 
 static int file_start(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo fi,

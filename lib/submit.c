@@ -318,22 +318,47 @@ void fsaio__submit_end(fsaio_ctx_t *ctx)
 	errno = saved;
 }
 
-/* The drop-ins' hit path (dropin.h): r checked as submit checks it, then
- * its method's now(). */
-bool fsaio__read_now(fsaio_ctx_t *ctx, struct fsaio_req *r, int64_t *res)
+/* The drop-ins' hit path (dropin.h): each read checked as submit checks
+ * it, the first attempts of those its method may do now made in one
+ * system call, then each method's now(). */
+uint64_t fsaio__reads_now(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int64_t *res)
 {
-	const struct fsaio__method *m;
-	struct fsaio__fdinfo fi;
+	struct fsaio_req *cand[FSAIO__RW_BATCH_MAX];
+	struct fsaio__fdinfo fi[FSAIO__RW_BATCH_MAX];
+	unsigned at[FSAIO__RW_BATCH_MAX], n = 0, had;
+	int64_t first[FSAIO__RW_BATCH_MAX];
+	uint64_t done = 0;
 
-	if (!fsaio__ctx_ok(ctx) || r->opcode != FSAIO_OP_PREAD || validate(ctx, r, &fi))
-		return false;
-	m = fsaio__methods[fi.kind];
-	r->ctx_ = ctx;
-	r->done_ = 0;
-	if (!m->now || !m->now(ctx, r, fi, res))
-		return false;
-	FSAIO__INC(ctx, requests, 1);
-	return true;
+	if (!fsaio__ctx_ok(ctx))
+		return 0;
+	if (nr > FSAIO__RW_BATCH_MAX)
+		nr = FSAIO__RW_BATCH_MAX;
+	for (unsigned i = 0; i < nr; i++) {
+		struct fsaio_req *r = reqs[i];
+		const struct fsaio__method *m;
+
+		if (r->opcode != FSAIO_OP_PREAD || validate(ctx, r, &fi[n]))
+			continue;
+		m = fsaio__methods[fi[n].kind];
+		r->ctx_ = ctx;
+		r->done_ = 0;
+		if (!m->now || !m->batchable || !m->batchable(ctx, r, fi[n]))
+			continue;
+		cand[n] = r;
+		at[n++] = i;
+	}
+	if (!n)
+		return 0;
+	had = fsaio__rw_batch_reads(fsaio__parts(ctx)->rwb, cand, n, first);
+	for (unsigned k = 0; k < n; k++) {
+		const struct fsaio__method *m = fsaio__methods[fi[k].kind];
+
+		if (m->now(ctx, cand[k], fi[k], k < had ? &first[k] : NULL, &res[at[k]])) {
+			FSAIO__INC(ctx, requests, 1);
+			done |= 1ull << at[k];
+		}
+	}
+	return done;
 }
 
 static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)

@@ -76,18 +76,18 @@ static int submit_one(struct aiocb *cb, int kind, struct px_group *g, bool notif
 }
 
 /* A read the page cache has is done before a request is made for it
- * (px__read_now), on a path with no cancellation point; a bad priority is
+ * (px__reads_now), on a path with no cancellation point; a bad priority is
  * left for submit_one to refuse. */
-static bool done_now(struct aiocb *cb, int kind)
+static bool is_read(const struct aiocb *cb, int kind)
 {
-	return kind == PX_READ && prio_ok(cb) && px__read_now(cb);
+	return kind == PX_READ && prio_ok(cb);
 }
 
 static int rw(struct aiocb *cb, int kind)
 {
 	int saved = errno, cs, ret;
 
-	if (done_now(cb, kind)) {
+	if (is_read(cb, kind) && px__reads_now(&cb, 1)) {
 		errno = saved;
 		return 0;
 	}
@@ -277,10 +277,35 @@ static int lio_wait(struct px_group *g)
 	return w;
 }
 
+/* From list[i], a read: the run of reads up to the next other element
+ * (NULLs and LIO_NOPs passed over), PX_NOW_MAX at most, those the page
+ * cache has done now (px__reads_now); bit k of *done set when the run's
+ * k-th read is. The index after the run. */
+static int reads_now(struct aiocb *const list[], int nent, int i, uint64_t *done)
+{
+	struct aiocb *run[PX_NOW_MAX];
+	unsigned n = 0;
+	int j;
+
+	for (j = i; j < nent && n < PX_NOW_MAX; j++) {
+		struct aiocb *cb = list[j];
+
+		if (!cb || cb->aio_lio_opcode == LIO_NOP)
+			continue;
+		if (cb->aio_lio_opcode != LIO_READ || !prio_ok(cb))
+			break;
+		run[n++] = cb;
+	}
+	*done = px__reads_now(run, n);
+	return j;
+}
+
 static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *sig)
 {
 	struct px_group *g;
 	int saved = errno, cs, err = 0;
+	uint64_t done = 0;      /* reads_now's answer for the current run */
+	unsigned k = 0;         /* the next read's place in that run */
 	bool last;
 
 	if (mode != LIO_WAIT && mode != LIO_NOWAIT)
@@ -298,7 +323,7 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 
 	cs = fsaio__nocancel_begin();
 	px__batch_begin(nent == 1);
-	for (int i = 0; i < nent; i++) {
+	for (int i = 0, run_end = 0; i < nent; i++) {
 		struct aiocb *cb = list[i];
 		int kind, r;
 
@@ -306,9 +331,15 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 			continue;
 		kind = cb->aio_lio_opcode == LIO_READ ? PX_READ :
 		       cb->aio_lio_opcode == LIO_WRITE ? PX_WRITE : PX_BAD;
-		/* A read done so is no longer the list's to wait for. */
-		if (done_now(cb, kind))
-			continue;
+		/* A read done now is no longer the list's to wait for. */
+		if (is_read(cb, kind)) {
+			if (i >= run_end) {
+				run_end = reads_now(list, nent, i, &done);
+				k = 0;
+			}
+			if (done >> k++ & 1)
+				continue;
+		}
 		r = submit_one(cb, kind, g, true);
 		if (r)
 			err = -r;

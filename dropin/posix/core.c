@@ -492,32 +492,51 @@ int px__submit(struct px_req *r)
 }
 
 /*
- * aio_read's way (and lio_listio's, for each read of its list) for a read
+ * aio_read's way (and lio_listio's, for the reads of its list) for reads
  * the page cache has: done in the caller by the plain context's engine
- * (fsaio__read_now) before any record is made for it. It is never in
- * flight: its status is stored once, final, so no thread can have seen it
- * in progress, wait for it (px__seq is not moved) or find it on its fd,
- * and it orders nothing (a read is no barrier and waits for none). Not for
- * a request that signals (the other context), nor before the plain context
- * is made: making it is no step for this path, which reaches no
- * cancellation point. errno may change.
+ * (fsaio__reads_now, a list's first attempts in one system call) before
+ * any record is made for them. Such a read is never in flight: its status
+ * is stored once, final, so no thread can have seen it in progress, wait
+ * for it (px__seq is not moved) or find it on its fd, and it orders
+ * nothing (a read is no barrier and waits for none). Not for a request
+ * that signals (the other context), nor before the plain context is made:
+ * making it is no step for this path, which reaches no cancellation
+ * point. errno may change.
  */
-bool px__read_now(struct aiocb *cb)
+uint64_t px__reads_now(struct aiocb *const *cbs, unsigned n)
 {
 	fsaio_ctx_t *ctx = px__engine_now(PX_PLAIN);
-	struct sigevent sev = cb->aio_sigevent;
-	struct fsaio_req one;
-	int64_t res;
+	struct fsaio_req one[PX_NOW_MAX], *reqs[PX_NOW_MAX];
+	int64_t res[PX_NOW_MAX];
+	unsigned at[PX_NOW_MAX], k = 0;
+	uint64_t done, ours = 0;
 
-	if (!ctx || cb->aio_offset < 0 || cb->aio_nbytes > SSIZE_MAX || px__sev_signals(&sev))
-		return false;
-	fsaio_prep_pread(&one, cb->aio_fildes, (void *)cb->aio_buf, cb->aio_nbytes,
-			 cb->aio_offset);
-	if (!fsaio__read_now(ctx, &one, &res))
-		return false;
-	px__set_status(cb, res);
-	px__notify(&sev, 0);
-	return true;
+	if (!ctx)
+		return 0;
+	for (unsigned i = 0; i < n && i < PX_NOW_MAX; i++) {
+		const struct aiocb *cb = cbs[i];
+		struct sigevent sev = cb->aio_sigevent;
+
+		if (cb->aio_offset < 0 || cb->aio_nbytes > SSIZE_MAX || px__sev_signals(&sev))
+			continue;
+		fsaio_prep_pread(&one[k], cb->aio_fildes, (void *)cb->aio_buf, cb->aio_nbytes,
+				 cb->aio_offset);
+		reqs[k] = &one[k];
+		at[k++] = i;
+	}
+	done = k ? fsaio__reads_now(ctx, reqs, k, res) : 0;
+	for (unsigned j = 0; j < k; j++) {
+		struct aiocb *cb = cbs[at[j]];
+		struct sigevent sev;
+
+		if (!(done >> j & 1))
+			continue;
+		sev = cb->aio_sigevent;
+		px__set_status(cb, res[j]);
+		px__notify(&sev, 0);
+		ours |= 1ull << at[j];
+	}
+	return ours;
 }
 
 static void finish(struct px_req *r, int64_t res)

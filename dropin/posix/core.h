@@ -18,10 +18,12 @@ int px__submit(struct px_req *r);
  * of one entry (alone) may leave it held for a later call. */
 void px__batch_begin(bool alone);
 void px__batch_end(void);
-/* A read (aio_read's, or a list's element) done at once, before a request
- * is made, when the page cache has it all: true with its status stored
- * and notified; false to submit it. */
-bool px__read_now(struct aiocb *cb);
+/* Reads (aio_read's, or a list's) done at once, before a request is made,
+ * when the page cache has them all, their attempts in one system call: bit
+ * i set when cbs[i] is done, its status stored and notified; the others
+ * are to be submitted. At most PX_NOW_MAX are looked at. */
+#define PX_NOW_MAX 64
+uint64_t px__reads_now(struct aiocb *const *cbs, unsigned n);
 /* The engine contexts' completion callback. */
 void px__complete(void *arg, const struct fsaio_event *ev);
 void px__group_put(struct px_group *g);

@@ -83,13 +83,15 @@ void fsaio__set_deliver(fsaio_ctx_t *ctx,
 int fsaio__submit_batch(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, bool alone);
 void fsaio__submit_end(fsaio_ctx_t *ctx);
 
-/* A read the page cache has, done in the caller before the drop-in makes
- * anything for it: r (a prepped FSAIO_OP_PREAD, never submitted) is read
- * as fsaio_submit's inline attempt would read it, when its fd's last
- * attempt hit and it is small. true with its result in *res (no event is
- * posted; it counts in fsaio_stats as a request completed inline);
- * false when it is not done, nothing of it kept: submit it then. No
- * cancellation point is reached; errno may change. */
-bool fsaio__read_now(fsaio_ctx_t *ctx, struct fsaio_req *r, int64_t *res);
+/* Reads the page cache has, done in the caller before the drop-in makes
+ * anything for them: each of reqs[0..nr) (each a prepped FSAIO_OP_PREAD, never
+ * submitted; at most 64 looked at) is read as fsaio_submit's inline
+ * attempt would read it, when its fd's last attempt hit and it is small,
+ * their first attempts made in one system call. Bit i of the answer is set
+ * when reqs[i] is done, its result in res[i] (no event is posted; it
+ * counts in fsaio_stats as a request completed inline); a read not done
+ * keeps nothing: submit it then. No cancellation point is reached; errno
+ * may change. */
+uint64_t fsaio__reads_now(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int64_t *res);
 
 #endif /* FSAIO_DROPIN_H */
