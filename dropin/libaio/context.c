@@ -396,7 +396,8 @@ static void print_stats(struct shim_ctx *c, const char *when)
 		"probes %llu (cold %llu), cancelled %llu, io_uring SQEs %llu "
 		"(straight to the ring %llu), bytes by io_uring %llu, ring completions "
 		"taken by the waiting caller %llu, by the ring thread %llu, reaper sleeps "
-		"%llu, wake-ups %llu, stream hits %llu, readahead calls %llu\n",
+		"%llu, wake-ups %llu, stream hits %llu, readahead calls %llu, batched attempts "
+		"%llu (reads %llu), batches refused %llu\n",
 		(void *)c->ring, when, (unsigned long long)st.requests,
 		(unsigned long long)st.completed_inline, (unsigned long long)st.partial_inline,
 		(unsigned long long)st.queued, (unsigned long long)st.retries,
@@ -407,7 +408,9 @@ static void print_stats(struct shim_ctx *c, const char *when)
 		(unsigned long long)st.straight_to_ring, (unsigned long long)st.bytes_uring,
 		(unsigned long long)st.ring_reaped_caller, (unsigned long long)st.ring_reaped_thread,
 		(unsigned long long)st.reaper_sleeps, (unsigned long long)st.reaper_wakeups,
-		(unsigned long long)st.stream_hits, (unsigned long long)st.readahead_calls);
+		(unsigned long long)st.stream_hits, (unsigned long long)st.readahead_calls,
+		(unsigned long long)st.batch_calls, (unsigned long long)st.batch_reads,
+		(unsigned long long)st.batch_refused);
 }
 
 /* FSAIO_STATS at exit: the counters of the contexts still open, as a
