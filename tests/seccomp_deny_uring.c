@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * seccomp_deny_uring [--errno=ENOSYS|EPERM] [--membarrier|--cachestat] PROGRAM [ARG...]
+ * seccomp_deny_uring [--errno=ENOSYS|EPERM] [--membarrier|--cachestat|--aio-setup] PROGRAM [ARG...]
  *
  * Run PROGRAM with io_uring switched off for real, the way users meet it:
  * a container's seccomp profile (Docker's default answers EPERM), a kernel
@@ -22,6 +22,10 @@
  * With --cachestat it denies cachestat(2) instead (ENOSYS, as a kernel
  * before 6.5 answers), and io_uring not: the engine's page-cache probe then
  * falls back to mincore(2) (lib/base/probe.c).
+ *
+ * With --aio-setup it denies io_setup(2) as well as io_uring: the engine
+ * gets no kernel AIO context for its batched first attempts
+ * (lib/base/rw_batch.c) and attempts each read alone.
  *
  * Exit: PROGRAM's status; 1 if the filter could not be installed or did not
  * take; 127 if PROGRAM could not be run.
@@ -68,11 +72,14 @@
 static const unsigned uring_calls[] = {
 	__NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
 };
+static const unsigned uring_aio_calls[] = {
+	__NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register, __NR_io_setup,
+};
 static const unsigned membarrier_calls[] = { __NR_membarrier };
 /* cachestat(2) is 451 on every architecture; older headers lack the name. */
 static const unsigned cachestat_calls[] = { 451 };
 
-enum deny { DENY_URING, DENY_MEMBARRIER, DENY_CACHESTAT };
+enum deny { DENY_URING, DENY_URING_AIO, DENY_MEMBARRIER, DENY_CACHESTAT };
 
 /* Deny the n system calls nr[] with err. */
 static int install(int err, const unsigned *nr, unsigned n)
@@ -80,7 +87,7 @@ static int install(int err, const unsigned *nr, unsigned n)
 	/* [0] arch, [1] native or ALLOW, [2] nr, [3 .. 3+n) one test each,
 	 * then ALLOW, then ERRNO. Jump offsets count from the next
 	 * instruction. */
-	struct sock_filter f[3 + 3 + 2];
+	struct sock_filter f[3 + 4 + 2];
 	unsigned k = 0;
 
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
@@ -135,6 +142,16 @@ static int check(int err, enum deny what)
 		return 0;
 	}
 
+	if (what == DENY_URING_AIO) {
+		unsigned long id = 0;
+
+		errno = 0;
+		if (syscall(__NR_io_setup, 4, &id) >= 0 || errno != err) {
+			fprintf(stderr, "seccomp_deny_uring: io_setup not denied with %s\n",
+				strerror(err));
+			return -1;
+		}
+	}
 	memset(&p, 0, sizeof(p));
 	errno = 0;
 	fd = syscall(__NR_io_uring_setup, 4, &p);
@@ -172,6 +189,11 @@ int main(int argc, char **argv)
 		calls = membarrier_calls;
 		ncalls = 1;
 		i++;
+	} else if (i < argc && strcmp(argv[i], "--aio-setup") == 0) {
+		what = DENY_URING_AIO;
+		calls = uring_aio_calls;
+		ncalls = sizeof(uring_aio_calls) / sizeof(uring_aio_calls[0]);
+		i++;
 	} else if (i < argc && strcmp(argv[i], "--cachestat") == 0) {
 		what = DENY_CACHESTAT;
 		calls = cachestat_calls;
@@ -180,12 +202,12 @@ int main(int argc, char **argv)
 	}
 	if (i >= argc) {
 		fprintf(stderr, "usage: seccomp_deny_uring [--errno=ENOSYS|EPERM] "
-			"[--membarrier|--cachestat] PROGRAM [ARG...]\n");
+			"[--membarrier|--cachestat|--aio-setup] PROGRAM [ARG...]\n");
 		return 1;
 	}
 	if (install(err, calls, ncalls) < 0 || check(err, what) < 0)
 		return 1;
-	if (what == DENY_URING && setenv("FSAIO_TEST_NO_URING", "1", 1) < 0) {
+	if ((what == DENY_URING || what == DENY_URING_AIO) && setenv("FSAIO_TEST_NO_URING", "1", 1) < 0) {
 		perror("seccomp_deny_uring: setenv");
 		return 1;
 	}
