@@ -5,6 +5,7 @@
  * files.c    test files, their pattern, page-cache state (cold/hot/mix)
  * hist.c     latency histograms
  * run.c      one measured run of one method: the common submit/reap loop
+ * syscount.c the process's system calls, counted by the kernel
  * report.c   table, CSV, JSON
  * plot.c     gnuplot
  * main.c     options, cases, interleaving, medians
@@ -123,9 +124,11 @@ struct bench_result {
 	char err[256];
 	uint64_t ios, bytes;
 	uint64_t csw;           /* context switches of the process in the window */
+	uint64_t syscalls;      /* system calls of the process in the window, if counted */
 	double secs, cpu_secs;  /* the measured window; CPU of the whole process */
 	double iops, mibps, cpu_per_gib;
 	double cpu_us_per_io, csw_per_io;
+	double sys_per_io;      /* syscalls / ios; NAN when system calls are not counted */
 	double lat[4];          /* p50 p99 p999 max */
 	double hot[4], cold[4]; /* CACHE_MIX only */
 	uint64_t n_hot, n_cold;
@@ -138,6 +141,18 @@ struct bench_result {
 int bench_case_fadvise(const struct bench_settings *s, const struct bench_case *c);
 void bench_run(const struct bench_settings *s, const struct bench_case *c,
 	       const struct bench_method *m, unsigned rep, struct bench_result *r);
+
+/* ---- syscount.c ---- */
+
+/* Starts counting the system calls of the whole process, this thread and
+ * every thread created later; call it while the process has one thread.
+ * 0, or -1 when they cannot be counted here (bench_syscount_why says why). */
+int bench_syscount_open(void);
+/* The count so far into *v; false when nothing is counted. */
+bool bench_syscount_read(uint64_t *v);
+void bench_syscount_close(void);
+/* NULL while counting works, else why nothing is counted. */
+const char *bench_syscount_why(void);
 
 /* ---- report.c ---- */
 

@@ -317,6 +317,16 @@ static void median_result(const struct bench_result *rs, unsigned n, struct benc
 			out->field = (__typeof__(out->field))median(v, n); } while (0)
 	MED(ios); MED(bytes); MED(secs); MED(cpu_secs); MED(iops); MED(mibps); MED(cpu_per_gib);
 	MED(csw); MED(cpu_us_per_io); MED(csw_per_io);
+	/* System calls: the median when every rep counted them, else none. */
+	bool sys_all = true;
+	for (unsigned i = 0; i < n; i++)
+		sys_all = sys_all && !isnan(rs[i].sys_per_io);
+	if (sys_all) {
+		MED(syscalls); MED(sys_per_io);
+	} else {
+		out->syscalls = 0;
+		out->sys_per_io = NAN;
+	}
 	for (unsigned k = 0; k < 4; k++) {
 		MED(lat[k]); MED(hot[k]); MED(cold[k]);
 	}
@@ -738,6 +748,11 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* System calls are counted from here, while this is the only thread:
+	 * the probes and the runs start every other one. */
+	if (!list)
+		bench_syscount_open();
+
 	/* Which methods can run here at all. */
 	struct bench_job pj = { .nfiles = s.nfiles, .paths = s.paths, .file_size = s.size, .depth = 1,
 				.bs = 4096, .shim_path = s.shim_path, .fadvise = -1 };
@@ -852,6 +867,7 @@ int main(int argc, char **argv)
 		bench_report_table(&one, stdout);
 		fflush(stdout);
 	}
+	bench_syscount_close();
 	rp.total_secs = (double)(bench_now_ns() - t0) / 1e9;
 	bench_iso_time(time(NULL), rp.finished, sizeof(rp.finished));
 	if (getloadavg(&rp.load[1], 1) != 1)

@@ -7,9 +7,11 @@
  * appears in CSV and JSON for every case, with a status (ok, unavailable,
  * error, not-selected), so a reader can tell "not measured" from "slow".
  * Latencies are microseconds, throughput IOPS and MiB/s (2^20 bytes); cost
- * is CPU microseconds and context switches per I/O, of the whole process.
- * JSON schema 2: "preset", "version", "library_version", ISO 8601 UTC
- * "started"/"finished", and the cost fields.
+ * is CPU microseconds, context switches and system calls per I/O, of the
+ * whole process (system calls only where syscount.c can count them: else
+ * "-" in the table, empty in CSV, null in JSON). JSON schema 2: "preset",
+ * "version", "library_version", ISO 8601 UTC "started"/"finished", and the
+ * cost fields.
  */
 #include "driver.h"
 
@@ -127,16 +129,23 @@ void bench_report_table(const struct bench_report *rp, FILE *f)
 			"call start to reap return, us%s\n", cs->ref,
 			mix ? "; hot/cold = requests in the cached / uncached region" : "");
 		fprintf(f, "   cost: CPU us/IO = user + system CPU of the whole process per I/O, csw/IO = its "
-			"context switches per I/O\n");
+			"context switches per I/O,\n");
+		if (bench_syscount_why())
+			fprintf(f, "         sys/IO = its system calls per I/O: not counted here (%s)\n",
+				bench_syscount_why());
+		else
+			fprintf(f, "         sys/IO = its system calls per I/O, every thread's "
+				"(raw_syscalls:sys_enter)\n");
 		if (mix)
-			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9s %9s %7s  %s\n", "method",
+			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9s %9s %7s %7s  %s\n", "method",
 				"IOPS", "MiB/s", "/direct", "/ref", "hot p50", "hot p99", "hot p999", "cold p50",
 				"cold p99", "sub p50", "sub p99", "CPU s/GiB", "CPU us/IO", "csw/IO",
-				"engine / notes");
+				"sys/IO", "engine / notes");
 		else
-			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9s %9s %7s  %s\n", "method",
+			fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9s %9s %7s %7s  %s\n", "method",
 				"IOPS", "MiB/s", "/direct", "/ref", "lat p50", "lat p99", "lat p999", "sub p50",
-				"sub p99", "sub max", "CPU s/GiB", "CPU us/IO", "csw/IO", "engine / notes");
+				"sub p99", "sub max", "CPU s/GiB", "CPU us/IO", "csw/IO", "sys/IO",
+				"engine / notes");
 		for (unsigned m = 0; m < bench_nmethods; m++) {
 			const struct bench_cell *cell = bench_cell_at(rp, c, m);
 			const struct bench_method *me = &bench_methods[m];
@@ -148,8 +157,12 @@ void bench_report_table(const struct bench_report *rp, FILE *f)
 			}
 			const struct bench_result *r = &cell->med;
 			char iops[16], mib[16], rd[16], rr[16], l[5][16], sb[3][16], eng[128], note[128];
-			char cpu_io[16];
+			char cpu_io[16], sys_io[16];
 			fmt_us(r->cpu_us_per_io, cpu_io, sizeof(cpu_io));
+			if (isnan(r->sys_per_io))
+				snprintf(sys_io, sizeof(sys_io), "-");
+			else
+				snprintf(sys_io, sizeof(sys_io), "%.3f", r->sys_per_io);
 			fmt_count(r->iops, iops, sizeof(iops));
 			snprintf(mib, sizeof(mib), "%.1f", r->mibps);
 			fmt_ratio(ratio_to(rp, c, m, "kaio-direct"), rd, sizeof(rd));
@@ -176,15 +189,15 @@ void bench_report_table(const struct bench_report *rp, FILE *f)
 				fmt_us(r->hot[2], l[2], sizeof(l[2]));
 				fmt_us(r->cold[0], l[3], sizeof(l[3]));
 				fmt_us(r->cold[1], l[4], sizeof(l[4]));
-				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9.3f %9s %7.3f  %s%s%s\n",
+				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %8s %9.3f %9s %7.3f %7s  %s%s%s\n",
 					me->name, iops, mib, rd, rr, l[0], l[1], l[2], l[3], l[4], sb[0], sb[1],
-					r->cpu_per_gib, cpu_io, r->csw_per_io, eng, eng[0] && note[0] ? "; " : "", note);
+					r->cpu_per_gib, cpu_io, r->csw_per_io, sys_io, eng, eng[0] && note[0] ? "; " : "", note);
 			} else {
 				for (unsigned k = 0; k < 3; k++)
 					fmt_us(r->lat[k], l[k], sizeof(l[k]));
-				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9.3f %9s %7.3f  %s%s%s\n",
+				fprintf(f, "%-15s %8s %8s %7s %6s %8s %8s %8s %8s %8s %8s %9.3f %9s %7.3f %7s  %s%s%s\n",
 					me->name, iops, mib, rd, rr, l[0], l[1], l[2], sb[0], sb[1], sb[2],
-					r->cpu_per_gib, cpu_io, r->csw_per_io, eng, eng[0] && note[0] ? "; " : "", note);
+					r->cpu_per_gib, cpu_io, r->csw_per_io, sys_io, eng, eng[0] && note[0] ? "; " : "", note);
 			}
 		}
 	}
@@ -393,7 +406,7 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 		"depth_used,iops,mib_s,ratio_kaio_direct,ref_method,ratio_ref,"
 		"lat_p50_us,lat_p99_us,lat_p999_us,lat_max_us,hot_p50_us,hot_p99_us,hot_p999_us,"
 		"cold_p50_us,cold_p99_us,cold_p999_us,submit_p50_us,submit_p99_us,submit_max_us,"
-		"cpu_s_per_gib,cpu_us_per_io,csw_per_io,cached_pct_start,inline_pct,partial_inline,queued,retries,probe_cold,"
+		"cpu_s_per_gib,cpu_us_per_io,csw_per_io,sys_per_io,cached_pct_start,inline_pct,partial_inline,queued,retries,probe_cold,"
 		"uring_submissions,readahead_calls\n");
 	for (unsigned c = 0; c < rp->ncases; c++) {
 		const struct bench_case *cs = &rp->cases[c];
@@ -408,7 +421,7 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 			csv_str(f, cell->status == ST_OK ? "" : cell->why);
 			if (cell->status != ST_OK) {
 				fprintf(f, ",0,,,,,%s", cs->ref);
-				for (unsigned k = 0; k < 25; k++)
+				for (unsigned k = 0; k < 26; k++)
 					fputc(',', f);
 				fputc('\n', f);
 				continue;
@@ -431,6 +444,7 @@ int bench_report_csv(const struct bench_report *rp, const char *path)
 			csv_num(f, r->cpu_per_gib);
 			csv_num(f, r->cpu_us_per_io);
 			csv_num(f, r->csw_per_io);
+			csv_num(f, r->sys_per_io);
 			csv_num(f, r->cached_pct);
 			if (r->es.valid && r->es.requests) {
 				csv_num(f, 100.0 * (double)r->es.completed_inline / (double)r->es.requests);
@@ -608,8 +622,13 @@ int bench_report_json(const struct bench_report *rp, const char *path)
 			json_key_num(f, "cpu_s_per_gib", r->cpu_per_gib);
 			json_key_num(f, "cpu_us_per_io", r->cpu_us_per_io);
 			json_key_num(f, "csw_per_io", r->csw_per_io);
+			json_key_num(f, "sys_per_io", r->sys_per_io);
 			json_key_num(f, "cpu_s", r->cpu_secs);
 			fprintf(f, ", \"context_switches\": %llu", (unsigned long long)r->csw);
+			if (isnan(r->sys_per_io))
+				fputs(", \"syscalls\": null", f);
+			else
+				fprintf(f, ", \"syscalls\": %llu", (unsigned long long)r->syscalls);
 			json_key_num(f, "cached_pct_start", r->cached_pct);
 			if (r->es.valid)
 				fprintf(f, ", \"engine\": {\"requests\": %llu, \"completed_inline\": %llu, "

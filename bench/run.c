@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -42,12 +43,14 @@ uint64_t bench_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* What the process has used so far: user + system CPU seconds and context
- * switches (voluntary + involuntary), over every thread of the process,
- * including threads that have already exited. */
+/* What the process has used so far: user + system CPU seconds, context
+ * switches (voluntary + involuntary) and system calls (when syscount.c can
+ * count them), over every thread of the process, including threads that
+ * have already exited. */
 struct usage {
 	double cpu;
-	uint64_t csw;
+	uint64_t csw, sys;
+	bool sys_ok;
 };
 
 static void usage_now(struct usage *u)
@@ -57,6 +60,7 @@ static void usage_now(struct usage *u)
 	u->cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 		 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 	u->csw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+	u->sys_ok = bench_syscount_read(&u->sys);
 }
 
 /* ---- watchdog ---- */
@@ -583,6 +587,8 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
 		r->csw = u1.csw - u0.csw;
 		r->cpu_us_per_io = r->cpu_secs * 1e6 / (double)r->ios;
 		r->csw_per_io = (double)r->csw / (double)r->ios;
+		r->syscalls = u0.sys_ok && u1.sys_ok ? u1.sys - u0.sys : 0;
+		r->sys_per_io = u0.sys_ok && u1.sys_ok ? (double)r->syscalls / (double)r->ios : NAN;
 		r->iops = r->secs > 0 ? (double)r->ios / r->secs : 0;
 		r->mibps = r->secs > 0 ? (double)r->bytes / r->secs / 1048576.0 : 0;
 		r->cpu_per_gib = r->bytes ? r->cpu_secs / ((double)r->bytes / 1073741824.0) : 0;

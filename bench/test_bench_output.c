@@ -3,7 +3,8 @@
  * fsaio-bench as a tool, end to end: a tiny quick run on a small file in
  * the build tree must write a CSV and a JSON (schema 2) that parse and hold
  * every method of --list, each either measured (with numbers, cost included)
- * or marked unavailable; each preset runs under its own name; --help and
+ * or marked unavailable; system calls per I/O are numbers wherever this
+ * process can open the counter fsaio-bench uses, else marked not counted; each preset runs under its own name; --help and
  * --version answer on stdout with status 0; bad arguments, tmpfs, an
  * output path that cannot be written and a --plot without gnuplot are
  * refused before the run with one line and status 2; an output that fails
@@ -23,6 +24,7 @@
 #include <fcntl.h>
 #include <iconv.h>
 #include <linux/magic.h>
+#include <linux/perf_event.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -387,6 +390,37 @@ static bool is_number(const char *s)
 	return *end == 0;
 }
 
+/* Whether this process can open the counter fsaio-bench counts system
+ * calls with (syscount.c): then fsaio-bench, run from here, must count. */
+static bool syscalls_countable(void)
+{
+	static const char *const ids[] = {
+		"/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
+		"/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id",
+	};
+	long id = -1;
+	for (unsigned i = 0; i < 2 && id < 0; i++) {
+		FILE *f = fopen(ids[i], "r");
+		if (f && fscanf(f, "%ld", &id) != 1)
+			id = -1;
+		if (f)
+			fclose(f);
+	}
+	if (id < 0)
+		return false;
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_TRACEPOINT;
+	a.config = (unsigned long long)id;
+	a.inherit = 1;
+	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close((int)fd);
+	return true;
+}
+
 /* ---- tests ---- */
 
 /* A JSON key that names what the library is judged by must say what it
@@ -460,9 +494,15 @@ Test(bench_output, quick_run_writes_csv_and_json, .timeout = 200)
 	int rc = run_bench(args, log);
 	cr_assert_eq(rc, 0, "fsaio-bench --quick exited %d (see %s)", rc, log);
 
-	/* The table names the cost beside the speed. */
+	/* The table names the cost beside the speed, and says whether system
+	 * calls were counted. */
 	char *text = slurp(log);
-	cr_assert(strstr(text, "CPU us/IO") && strstr(text, "csw/IO"), "the table has no cost columns");
+	cr_assert(strstr(text, "CPU us/IO") && strstr(text, "csw/IO") && strstr(text, "sys/IO"),
+		  "the table has no cost columns");
+	const bool counted = syscalls_countable();
+	cr_assert_eq(!strstr(text, "sys/IO = its system calls per I/O: not counted here"), counted,
+		     "the table %s system calls, but this process %s open the counter (see %s)",
+		     counted ? "does not count" : "counts", counted ? "can" : "cannot", log);
 	cr_assert(strstr(text, "fsaio / O_DIRECT (kaio-direct) IOPS"), "the goals are not named by what they compare");
 	free(text);
 
@@ -520,6 +560,21 @@ Test(bench_output, quick_run_writes_csv_and_json, .timeout = 200)
 			cr_assert(fabs(jnum(r, "csw_per_io", m->str) - want) <= 1e-4 * (want + 1),
 				  "%s: csw_per_io %g is not context_switches / ios %g", m->str,
 				  jnum(r, "csw_per_io", m->str), want);
+			const struct jv *spi = jget(r, "sys_per_io"), *sc = jget(r, "syscalls");
+			cr_assert(spi && sc, "%s: \"sys_per_io\" or \"syscalls\" missing", m->str);
+			if (counted) {
+				cr_assert_geq(jnum(r, "sys_per_io", m->str), 0, "%s: system calls per I/O", m->str);
+				want = jnum(r, "syscalls", m->str) / ios;
+				cr_assert(fabs(jnum(r, "sys_per_io", m->str) - want) <= 1e-4 * (want + 1),
+					  "%s: sys_per_io %g is not syscalls / ios %g", m->str,
+					  jnum(r, "sys_per_io", m->str), want);
+				/* pread makes one pread(2) per I/O, whatever else is counted. */
+				if (!strcmp(m->str, "pread"))
+					cr_assert_geq(want, 1.0, "pread: %g system calls per I/O", want);
+			} else {
+				cr_assert(spi->t == J_NULL && sc->t == J_NULL, "%s: system calls not counted, "
+					  "yet not null", m->str);
+			}
 			const struct jv *lat = jget(r, "lat_us"), *sub = jget(r, "submit_us");
 			cr_assert(lat && sub, "%s: latency objects missing", m->str);
 			cr_assert_gt(jnum(lat, "p50", m->str), 0);
@@ -547,6 +602,7 @@ Test(bench_output, quick_run_writes_csv_and_json, .timeout = 200)
 	unsigned nh = csv_fields(line, hdr, 64);
 	cr_assert_str_eq(hdr[0], "preset", "%s: the first column is %s", csv, hdr[0]);
 	int c_method = -1, c_status = -1, c_iops = -1, c_mib = -1, c_p50 = -1, c_p99 = -1, c_cpu = -1, c_csw = -1;
+	int c_sys = -1;
 	for (unsigned i = 0; i < nh; i++) {
 		cr_assert(!strstr(hdr[i], "issue"), "CSV column %s", hdr[i]);
 		if (!strcmp(hdr[i], "method")) c_method = (int)i;
@@ -557,9 +613,10 @@ Test(bench_output, quick_run_writes_csv_and_json, .timeout = 200)
 		if (!strcmp(hdr[i], "lat_p99_us")) c_p99 = (int)i;
 		if (!strcmp(hdr[i], "cpu_us_per_io")) c_cpu = (int)i;
 		if (!strcmp(hdr[i], "csw_per_io")) c_csw = (int)i;
+		if (!strcmp(hdr[i], "sys_per_io")) c_sys = (int)i;
 	}
 	cr_assert(c_method >= 0 && c_status >= 0 && c_iops >= 0 && c_mib >= 0 && c_p50 >= 0 && c_p99 >= 0 &&
-		  c_cpu >= 0 && c_csw >= 0, "%s: header lacks a needed column", csv);
+		  c_cpu >= 0 && c_csw >= 0 && c_sys >= 0, "%s: header lacks a needed column", csv);
 	unsigned rows = 0, per_method[MAX_METHODS] = { 0 };
 	while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
 		unsigned nf = csv_fields(line, f, 64);
@@ -581,6 +638,12 @@ Test(bench_output, quick_run_writes_csv_and_json, .timeout = 200)
 			  f[c_method], f[c_cpu]);
 		cr_assert(is_number(f[c_csw]) && strtod(f[c_csw], NULL) >= 0, "CSV: %s csw_per_io '%s'",
 			  f[c_method], f[c_csw]);
+		if (counted)
+			cr_assert(is_number(f[c_sys]) && strtod(f[c_sys], NULL) >= 0, "CSV: %s sys_per_io '%s'",
+				  f[c_method], f[c_sys]);
+		else
+			cr_assert_str_eq(f[c_sys], "", "CSV: %s sys_per_io '%s' though not counted",
+					 f[c_method], f[c_sys]);
 	}
 	cr_assert_eq(rows, 2 * NMETHODS, "CSV: %u rows, want one per method and case", rows);
 	for (unsigned k = 0; k < NMETHODS; k++)
