@@ -48,6 +48,7 @@
 #include "list.h"
 #include "nocancel.h"
 #include "notify.h"
+#include "thread.h"
 #include "wait.h"
 
 #define PX_BUCKETS 64
@@ -284,20 +285,10 @@ static void dispatch(struct px_req *list)
 
 	pthread_mutex_lock(&disp_lock);
 	if (!disp_running) {
-		pthread_attr_t attr;
-		pthread_t t;
-		sigset_t all, old;
-
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &attr, dispatcher, NULL) == 0)
+		if (fsaio__thread_start_detached(dispatcher, NULL) == 0)
 			disp_running = true;
 		else
 			failed = true;
-		pthread_attr_destroy(&attr);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (!failed) {
 		for (; list; list = n) {

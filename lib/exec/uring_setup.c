@@ -13,11 +13,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "thread.h"
 #include "uring_ring.h"
 
 /* Process-wide: 0 unknown, 1 io_uring_setup worked once, -1 denied. */
@@ -42,7 +42,6 @@ static struct fsaio__uring *ring_create(struct fsaio__uring_exec *x)
 	struct io_uring_params p;
 	struct fsaio__uring *u;
 	unsigned sq = SQ_MAX, cq;
-	sigset_t all, old;
 	int ret;
 
 	if (atomic_load_explicit(&uring_sys, memory_order_relaxed) < 0)
@@ -99,10 +98,7 @@ static struct fsaio__uring *ring_create(struct fsaio__uring_exec *x)
 	u->ext_arg = p.features & IORING_FEAT_EXT_ARG;
 	fsaio__ring_slots_init(u, x->depth);
 	pthread_mutex_init(&u->sq_lock, NULL);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&u->thread, NULL, fsaio__ring_thread, u);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = fsaio__thread_start(&u->thread, 0, fsaio__ring_thread, u);
 	if (ret) {
 		pthread_mutex_destroy(&u->sq_lock);
 		io_uring_queue_exit(&u->ring);
