@@ -64,15 +64,15 @@ enum dest {
 };
 
 /* AUTO: writes to the pool (ext4 punts buffered writes to io-wq, serialised
- * per inode); read misses up to AUTO_RING_MAX to the ring, where a miss
- * costs a third to a half of the CPU of a parked thread and, one request
- * per submit call, a 64 KiB one measured more IOPS than on the started
- * pool; larger ones to the pool (docs/design-notes.md). */
+ * per inode); read misses up to AUTO_RING_MAX to the ring, where no thread
+ * is parked per miss; larger ones to the pool. Where the line falls and
+ * why: docs/design-notes.md, "Who carries a buffered read miss". */
 #define AUTO_RING_MAX (1024u * 1024)
 /* The largest miss whose reads the submitter starts (fsaio__ra_start), on
- * any backend: the sizes measured. A larger one would keep the submitter
- * allocating pages and waiting for the device queue; a worker carries it
- * whole, as any blocking request. */
+ * any backend. A larger one would keep the submitter allocating pages and
+ * waiting for the device queue; a worker carries it whole, as any blocking
+ * request (docs/design-notes.md, "Read misses with their reads started up
+ * front"). */
 #define STARTED_MAX (64u * 1024)
 /* A read on an fd whose last reads all missed goes straight to the ring
  * (UNTRIED), which tries the page cache itself inside io_uring_enter, or,

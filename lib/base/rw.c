@@ -58,10 +58,11 @@ ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, in
 	ssize_t n;
 
 	/* The raw calls, not glibc's preadv2/pwritev2: those toggle the
-	 * thread's async-cancel state around every call (2.7% of the CPU of
-	 * hot 4 KiB reads in perf; the API calls run with cancellation
-	 * disabled anyway, fsaio__nocancel_begin). The offset goes as the
-	 * kernel's low and high words, as glibc passes it. */
+	 * thread's async-cancel state around every call, a cost on the hot
+	 * path (docs/design-notes.md, "Raw system calls on the inline path"),
+	 * and the API calls run with cancellation disabled anyway
+	 * (fsaio__nocancel_begin). The offset goes as the kernel's low and
+	 * high words, as glibc passes it. */
 	n = syscall(fsaio__is_write(r) ? SYS_pwritev2 : SYS_preadv2, fsaio__fd(r), iov, cnt, (long)off,
 		    (long)((uint64_t)off >> 32), flags);
 	return n < 0 ? -errno : n;
