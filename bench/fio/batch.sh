@@ -12,9 +12,10 @@
 # over the whole fio process, divided by the I/Os done (ramp included in
 # both, so the count covers the process's whole life).
 #
-#   batch.sh [-f FILE] [-s SHIM.so] [-b BATCH] [-n ROUNDS] [-r SECONDS]
+#   batch.sh [-f FILE] [-s SHIM.so] [-o OTHER.so] [-b BATCH] [-n ROUNDS] [-r SECONDS]
 # FILE defaults to ./fsaio-fio-1g.dat (on disk, not tmpfs); 6 rounds of
-# 3-second runs. Needs perf (and root, or perf_event_paranoid <= 1, for
+# 3-second runs. OTHER.so, another build of the drop-in (an older one, to
+# compare versions), joins the rounds as "other". Needs perf (and root, or perf_event_paranoid <= 1, for
 # the system call count).
 
 # shellcheck disable=SC2154 # file and shim: set by bench_fio_defaults (lib.sh)
@@ -26,7 +27,8 @@ bench_fio_defaults
 batch=32
 rounds=6
 runtime=3
-bench_opts "f:file s:shim b:batch n:rounds r:runtime" "$@"
+other=
+bench_opts "f:file s:shim o:other b:batch n:rounds r:runtime" "$@"
 bench_have "build the tree, or use -s" "$shim"
 bench_need perf fio
 bench_layout "$file"
@@ -36,6 +38,7 @@ cat "$file" >/dev/null
 
 # NAME:ENGINE:PRELOAD
 methods=("dropin:libaio:$shim" "kaio:libaio:" "io_uring:io_uring:" "kaio-again:libaio:")
+[ -z "$other" ] || methods+=("other:libaio:$other")
 for ((r = 1; r <= rounds; r++)); do
 	for ((k = 0; k < ${#methods[@]}; k++)); do
 		IFS=: read -r name engine preload <<<"${methods[(k + r) % ${#methods[@]}]}"
@@ -46,10 +49,10 @@ for ((r = 1; r <= rounds; r++)); do
 	done
 done
 
-python3 - "$out" "$rounds" "$batch" <<'PY'
+python3 - "$out" "$rounds" "$batch" "$other" <<'PY'
 import json, statistics, sys
-out, rounds, batch = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-names = ["dropin", "kaio", "io_uring", "kaio-again"]
+out, rounds, batch, other = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+names = ["dropin", "kaio", "io_uring", "kaio-again"] + (["other"] if other else [])
 R = range(1, rounds + 1)
 
 def load(name, r):
@@ -84,5 +87,8 @@ say("dropin", "kaio", "IOPS", 0)
 say("dropin", "io_uring", "IOPS", 0)
 say("dropin", "kaio", "CPU/IO", 1)
 say("kaio-again", "kaio", "IOPS", 0)
+if other:
+    say("dropin", "other", "IOPS", 0)
+    say("dropin", "other", "CPU/IO", 1)
 PY
 echo "fio JSON and perf output: $out"
