@@ -3,8 +3,13 @@
  * DESIGN: the completion queue.
  *
  * A ring of queue_depth events under cq.lock. It cannot overflow: submit
- * reserves a slot in ctx->in_flight for every request it accepts and
- * getevents gives it back, so events pending <= requests in flight <= depth.
+ * reserves a slot in the context's in_flight (cq.in_flight points at it)
+ * for every request it accepts and getevents gives it back, so events
+ * pending <= requests in flight <= depth.
+ *
+ * The queue is given what it uses (cq.h): the callback, the slot count, the
+ * counters and the ring's waiter flag are wired in by ctx.c, and a context
+ * handed to fsaio__complete is only the way to its queue (parts.h).
  *
  * A post bumps cq.seq, the futex word getevents sleeps on (getevents.c),
  * and wakes the sleepers only when one went to sleep since the last
@@ -26,17 +31,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "cq.h"
 #include "dropin.h"
-#include "ctx.h"
+#include "parts.h"
 #include "req.h"
 
-int fsaio__cq_init(struct fsaio__cq *cq, unsigned size)
+int fsaio__cq_init(struct fsaio__cq *cq, unsigned depth,
+		   void (*complete_cb)(void *, const struct fsaio_event *), void *complete_arg)
 {
+	unsigned size = complete_cb ? 1 : depth;
+
 	cq->ring = calloc(size, sizeof(*cq->ring));
 	if (!cq->ring)
 		return -ENOMEM;
 	cq->size = size;
+	cq->complete_cb = complete_cb;
+	cq->complete_arg = complete_arg;
 	cq->efd = -1;
 	pthread_mutex_init(&cq->lock, NULL);
 	return 0;
@@ -86,37 +97,36 @@ static void futex_wake_all(_Atomic uint32_t *word)
  * waiter clears the flag itself; exchanging it here makes one poster of
  * many kick. The poster is never the waiter: it posts only
  * outside the ring. */
-static void kick_ring_waiter(struct fsaio_ctx *ctx)
+static void kick_ring_waiter(struct fsaio__cq *cq)
 {
-	_Atomic bool *w = ctx->cq.ring_waiter;
+	_Atomic bool *w = cq->ring_waiter;
 
 	if (atomic_load(w) && atomic_exchange(w, false))
-		ctx->cq.kick(ctx);
+		cq->kick(cq->kick_arg);
 }
 
 /* Post n events. With a completion callback they go there instead, and the
  * requests' slots are given back at once. */
-void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n)
+void fsaio__post(struct fsaio__cq *cq, const struct fsaio_event *ev, unsigned n)
 {
-	struct fsaio__cq *cq = &ctx->cq;
 	bool wake;
 
 	if (!n)
 		return;
-	if (ctx->complete_cb) {
+	if (cq->complete_cb) {
 		/* The slots first: the callback may submit the request again.
 		 * A delivery hook's caller counts its own, and moves its own
 		 * word for its waiters (fsaio__set_deliver). */
-		if (ctx->deliver) {
-			ctx->deliver(ctx->complete_arg, ev, n);
+		if (cq->deliver) {
+			cq->deliver(cq->complete_arg, ev, n);
 		} else {
 			for (unsigned i = 0; i < n; i++) {
-				atomic_fetch_sub_explicit(&ctx->in_flight, 1, memory_order_release);
-				ctx->complete_cb(ctx->complete_arg, &ev[i]);
+				atomic_fetch_sub_explicit(cq->in_flight, 1, memory_order_release);
+				cq->complete_cb(cq->complete_arg, &ev[i]);
 			}
 			atomic_fetch_add(&cq->seq, 1);
 		}
-		kick_ring_waiter(ctx);
+		kick_ring_waiter(cq);
 		return;
 	}
 	pthread_mutex_lock(&cq->lock);
@@ -134,15 +144,15 @@ void fsaio__post(struct fsaio_ctx *ctx, const struct fsaio_event *ev, unsigned n
 	cq->sleepers = 0;
 	pthread_mutex_unlock(&cq->lock);
 	if (wake) {
-		FSAIO__INC(ctx, reaper_wakeups, 1);
+		FSAIO__COUNT(cq->st, reaper_wakeups, 1);
 		futex_wake_all(&cq->seq);
 	}
-	kick_ring_waiter(ctx);
+	kick_ring_waiter(cq);
 }
 
 void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b)
 {
-	fsaio__post(ctx, b->ev, b->n);
+	fsaio__post(fsaio__parts(ctx)->cq, b->ev, b->n);
 	b->n = 0;
 }
 
@@ -151,6 +161,7 @@ void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b)
 void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 		     struct fsaio__batch *b)
 {
+	struct fsaio__cq *cq = fsaio__parts(ctx)->cq;
 	struct fsaio_event ev = {
 		.user_data = req->user_data,
 		.req = req,
@@ -159,7 +170,7 @@ void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 	};
 
 	if (res == -ECANCELED)
-		FSAIO__INC(ctx, cancelled, 1);
+		FSAIO__COUNT(cq->st, cancelled, 1);
 	if (req->run_fd_ & FSAIO__RUN_BOUND)
 		close(fsaio__fd(req));
 	fsaio__state_set(req, FSAIO__DONE);
@@ -168,13 +179,12 @@ void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 		if (b->n == FSAIO__BATCH)
 			fsaio__batch_flush(ctx, b);
 	} else {
-		fsaio__post(ctx, &ev, 1);
+		fsaio__post(cq, &ev, 1);
 	}
 }
 
-unsigned fsaio__cq_take(struct fsaio_ctx *ctx, unsigned nr, struct fsaio_event *out)
+unsigned fsaio__cq_take(struct fsaio__cq *cq, unsigned nr, struct fsaio_event *out)
 {
-	struct fsaio__cq *cq = &ctx->cq;
 	unsigned k = cq->count < nr ? cq->count : nr;
 
 	for (unsigned i = 0; i < k; i++) {
@@ -187,7 +197,7 @@ unsigned fsaio__cq_take(struct fsaio_ctx *ctx, unsigned nr, struct fsaio_event *
 		cq->efd_set = false;
 	}
 	if (k)
-		atomic_fetch_sub_explicit(&ctx->in_flight, k, memory_order_release);
+		atomic_fetch_sub_explicit(cq->in_flight, k, memory_order_release);
 	return k;
 }
 

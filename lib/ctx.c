@@ -96,10 +96,11 @@ static const struct fsaio__uring_ops uring_ops = {
 	.punt = exec_punt,
 };
 
-/* The completion queue's hook: wake a caller waiting in the ring. */
-static void cq_kick(struct fsaio_ctx *ctx)
+/* The completion queue's hook: wake a caller waiting in the ring (arg:
+ * the ring). */
+static void cq_kick(void *arg)
 {
-	fsaio__uring_kick(&ctx->uring);
+	fsaio__uring_kick(arg);
 }
 
 /* The readahead's hooks to the pool (struct fsaio__readahead). */
@@ -170,6 +171,7 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	ctx->parts.flags = p->flags;
 	ctx->parts.backend = fsaio__backend_param(p->miss_backend);
 	ctx->parts.st = &ctx->st;
+	ctx->parts.cq = &ctx->cq;
 	ctx->parts.fdt = &ctx->fdt;
 	ctx->parts.ra = &ctx->ra;
 	ctx->parts.poller = &ctx->poller;
@@ -177,18 +179,19 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	ctx->parts.uring = &ctx->uring;
 	ctx->parts.rwb = &ctx->rwb;
 	ctx->depth = p->queue_depth ? p->queue_depth : DEFAULT_DEPTH;
-	ctx->complete_cb = p->complete;
-	ctx->complete_arg = p->complete_arg;
 
 	ret = fsaio__fdtable_init(&ctx->fdt);
 	if (ret)
 		goto out_free;
-	ret = fsaio__cq_init(&ctx->cq, ctx->complete_cb ? 1 : ctx->depth);
+	ret = fsaio__cq_init(&ctx->cq, ctx->depth, p->complete, p->complete_arg);
 	if (ret)
 		goto out_fdt;
+	ctx->cq.in_flight = &ctx->in_flight;
+	ctx->cq.st = &ctx->st;
 	fsaio__uring_init(&ctx->uring, ctx->depth, &uring_ops, ctx, &ctx->st);
 	ctx->cq.ring_waiter = &ctx->uring.waiter;
 	ctx->cq.kick = cq_kick;
+	ctx->cq.kick_arg = &ctx->uring;
 	fsaio__poller_init(&ctx->poller, &poller_ops, ctx, &ctx->st);
 	ret = fsaio__pool_init(&ctx->pool, p->workers ? p->workers :
 			       env_uint("FSAIO_WORKERS", DEFAULT_WORKERS, MAX_WORKERS),
@@ -217,6 +220,7 @@ void fsaio__set_deliver(fsaio_ctx_t *ctx,
 			void (*fn)(void *complete_arg, const struct fsaio_event *ev, unsigned n))
 {
 	ctx->deliver = fn;
+	ctx->cq.deliver = fn;
 }
 
 FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp)

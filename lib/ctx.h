@@ -30,12 +30,12 @@ struct fsaio_ctx {
 	/* first: what methods and carry.c are given (parts.h, fsaio__parts) */
 	struct fsaio__parts parts;
 	unsigned depth;         /* immutable */
-	void (*complete_cb)(void *, const struct fsaio_event *); /* immutable */
-	void *complete_arg;     /* immutable */
-	/* immutable once requests flow (fsaio__set_deliver): complete_cb's batch form */
+	/* immutable once requests flow (fsaio__set_deliver, which sets
+	 * cq.deliver with it): with a delivery hook submit counts no slots */
 	void (*deliver)(void *, const struct fsaio_event *, unsigned);
-	/* accepted and not yet reaped (or called back); not counted with a
-	 * delivery hook, whose caller bounds its requests itself */
+	/* accepted and not yet reaped (or called back): submit takes a slot,
+	 * cq.c gives it back (cq.in_flight); not counted with a delivery
+	 * hook, whose caller bounds its requests itself */
 	_Atomic unsigned in_flight;
 	struct fsaio__counters st;  /* relaxed atomics */
 	struct fsaio__fdtable fdt;

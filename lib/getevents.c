@@ -93,7 +93,7 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 		bool expired;
 		int r;
 
-		got += fsaio__cq_take(ctx, nr - got, events + got);
+		got += fsaio__cq_take(cq, nr - got, events + got);
 		if (got >= min_nr || got == nr)
 			break;
 		/* A timeout that has passed still gets one look at the ring. */
@@ -110,7 +110,7 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 		/* A signal ends the wait, as it ends io_getevents: what was
 		 * collected is returned, and -EINTR only when that is nothing. */
 		if (r == -EINTR) {
-			got += fsaio__cq_take(ctx, nr - got, events + got);
+			got += fsaio__cq_take(cq, nr - got, events + got);
 			if (got)
 				break;
 			pthread_mutex_unlock(&cq->lock);

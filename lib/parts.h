@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the methods and carry.c are given of a context: its settings, its
- * counters and the parts they hand work to. The first member of struct
+ * What the methods, carry.c and cq.c are given of a context: its settings,
+ * its counters and the parts they hand work to. The first member of struct
  * fsaio_ctx (ctx.h), wired by ctx.c, so a method reaches them through
  * fsaio__parts(ctx) without the context's other fields; the context
  * itself is passed on only as the opaque handle the executors take.
@@ -15,6 +15,7 @@
 #include "counters.h"
 #include "req.h"
 
+struct fsaio__cq;
 struct fsaio__fdtable;
 struct fsaio__readahead;
 struct fsaio__poller;
@@ -28,6 +29,7 @@ struct fsaio__parts {
 	uint32_t backend;       /* immutable: enum fsaio_backend, after FSAIO_BACKEND */
 	/* immutable pointers into the context; each part keeps its own rules */
 	struct fsaio__counters *st;     /* relaxed atomics */
+	struct fsaio__cq *cq;
 	struct fsaio__fdtable *fdt;
 	struct fsaio__readahead *ra;
 	struct fsaio__poller *poller;
