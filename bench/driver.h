@@ -148,6 +148,7 @@ void bench_run(const struct bench_settings *s, const struct bench_case *c,
  * every thread created later; call it while the process has one thread.
  * 0, or -1 when they cannot be counted here (bench_syscount_why says why). */
 int bench_syscount_open(void);
+void bench_syscount_skip(const char *why);  /* not counted: why */
 /* The count so far into *v; false when nothing is counted. */
 bool bench_syscount_read(uint64_t *v);
 void bench_syscount_close(void);

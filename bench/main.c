@@ -122,6 +122,9 @@ static void usage_full(void)
 	       "  --shim PATH               libfsaio-libaio.so for the fsaio-shim method (default:\n"
 	       "                            ../dropin/ beside this program, $FSAIO_SHIM, or installed)\n"
 	       "  --seed N                  seed of the offset sequences\n"
+	       "  --no-syscalls             do not count system calls (sys/IO): the tracepoint that\n"
+	       "                            counts them makes every system call a little dearer,\n"
+	       "                            most for methods that make one per I/O\n"
 	       "  --stall-timeout SEC       give up (exit 1) when a method completes nothing that long\n"
 	       "                            (default 60)\n"
 	       "Output:\n"
@@ -350,7 +353,7 @@ enum {
 	O_QUICK = 256, O_FULL, O_PRESET, O_PATTERN, O_RW, O_BS, O_DEPTH, O_CACHE, O_RUNTIME,
 	O_BYTES, O_SIZE, O_DIR, O_FILES, O_METHODS, O_REPS, O_WORKERS, O_FADVISE, O_CSV, O_JSON,
 	O_PLOT, O_SHIM, O_LIST, O_HELP, O_RAMP, O_SEED, O_REF, O_HOTREGION, O_STALL, O_BATCH,
-	O_KEEP, O_VERSION,
+	O_KEEP, O_VERSION, O_NO_SYSCALLS,
 };
 
 static const struct option longopts[] = {
@@ -384,6 +387,7 @@ static const struct option longopts[] = {
 	{ "stall-timeout", required_argument, NULL, O_STALL },
 	{ "batch", required_argument, NULL, O_BATCH },
 	{ "keep", no_argument, NULL, O_KEEP },
+	{ "no-syscalls", no_argument, NULL, O_NO_SYSCALLS },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ 0, 0, 0, 0 },
 };
@@ -415,6 +419,7 @@ int main(int argc, char **argv)
 	};
 	const char *mode = NULL, *mode_opt = NULL, *csv = NULL, *json = NULL, *plot = NULL, *shim_opt = NULL;
 	const char *ref_opt = NULL, *workload_opt = NULL;
+	bool no_syscalls = false;
 	bool list = false, keep = false, have_batch = false, have_size = false, have_runtime = false, have_ramp = false, have_reps = false;
 	enum bench_pattern pattern = PAT_RAND;
 	enum bench_cache cache = CACHE_COLD;
@@ -589,6 +594,7 @@ int main(int argc, char **argv)
 		case O_SHIM: shim_opt = optarg; break;
 		case O_LIST: list = true; break;
 		case O_KEEP: keep = true; break;
+		case O_NO_SYSCALLS: no_syscalls = true; break;
 		case 'h':
 		case O_HELP:
 			usage_full();
@@ -750,8 +756,10 @@ int main(int argc, char **argv)
 
 	/* System calls are counted from here, while this is the only thread:
 	 * the probes and the runs start every other one. */
-	if (!list)
+	if (!list && !no_syscalls)
 		bench_syscount_open();
+	else if (no_syscalls)
+		bench_syscount_skip("--no-syscalls");
 
 	/* Which methods can run here at all. */
 	struct bench_job pj = { .nfiles = s.nfiles, .paths = s.paths, .file_size = s.size, .depth = 1,

@@ -75,6 +75,11 @@ static unsigned thread_count(void)
 	return n;
 }
 
+void bench_syscount_skip(const char *why)
+{
+	snprintf(sc_why, sizeof(sc_why), "%s", why);
+}
+
 int bench_syscount_open(void)
 {
 	if (sc_fd >= 0)
