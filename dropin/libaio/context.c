@@ -267,22 +267,22 @@ static struct reg_node *node_take(const void *ring)
 	return n;
 }
 
-int shim__io_setup(int nr_events, io_context_t *ctxp)
-{
-	struct fsaio_params p = { 0 };
-	struct shim_ctx *c;
-	io_context_t old;
-	uint32_t n = (uint32_t)nr_events, ring_nr;
-	size_t bytes, slot_bytes, map_bytes;
-	int ret;
+/* The sizes of a context's mapping, as the kernel sizes its ring. */
+struct ring_size {
+	uint32_t nr;            /* ring->nr: io_events the ring holds */
+	size_t bytes;           /* the ring, whole pages */
+	size_t map_bytes;       /* the ring and the slots that follow it */
+};
 
-	pthread_once(&init_once, init);
-	ret = shim__user_copy(&old, ctxp, sizeof(old), false);
-	if (ret)
-		return ret;
-	if (old || n == 0)
+/* Size nr_events' ring with the kernel's arithmetic, in its own unsigned
+ * 32 bits (ioctx_alloc): 0, or -EINVAL or -EAGAIN as the kernel answers. */
+static int size_ring(int nr_events, struct ring_size *sz)
+{
+	uint32_t n = (uint32_t)nr_events;
+	size_t slot_bytes;
+
+	if (n == 0)
 		return -EINVAL;
-	/* The kernel's arithmetic, in its own unsigned 32 bits (ioctx_alloc). */
 	if (n < possible_cpus * 4)
 		n = possible_cpus * 4;
 	n *= 2;
@@ -290,82 +290,141 @@ int shim__io_setup(int nr_events, io_context_t *ctxp)
 		return -EINVAL;
 	if (!n || (uint32_t)nr_events > aio_max_nr)
 		return -EAGAIN;
-	bytes = sizeof(struct shim_ring) + (size_t)n * sizeof(struct io_event);
-	bytes = (bytes + RING_PAGE - 1) / RING_PAGE * RING_PAGE;
-	ring_nr = (uint32_t)((bytes - sizeof(struct shim_ring)) / sizeof(struct io_event));
+	sz->bytes = sizeof(struct shim_ring) + (size_t)n * sizeof(struct io_event);
+	sz->bytes = (sz->bytes + RING_PAGE - 1) / RING_PAGE * RING_PAGE;
+	sz->nr = (uint32_t)((sz->bytes - sizeof(struct shim_ring)) / sizeof(struct io_event));
 	/* The slots follow the ring in the same mapping: zero pages that are
 	 * touched only as slots are first handed out (slot_pop), so io_setup
 	 * writes one page, whatever nr_events. */
-	slot_bytes = (size_t)ring_nr * sizeof(struct shim_slot); /* capacity + 1 */
-	map_bytes = bytes + (slot_bytes + RING_PAGE - 1) / RING_PAGE * RING_PAGE;
+	slot_bytes = (size_t)sz->nr * sizeof(struct shim_slot); /* capacity + 1 */
+	sz->map_bytes = sz->bytes + (slot_bytes + RING_PAGE - 1) / RING_PAGE * RING_PAGE;
+	return 0;
+}
 
-	c = calloc(1, sizeof(*c));
+/* A new context with its locks and its mapping (ring, then slots), not yet
+ * known to anyone: 0 and *cp, or -ENOMEM. */
+static int ctx_alloc(int nr_events, const struct ring_size *sz, struct shim_ctx **cp)
+{
+	struct shim_ctx *c = calloc(1, sizeof(*c));
+
 	if (!c)
 		return -ENOMEM;
 	c->nr_events = (uint32_t)nr_events;
-	c->capacity = ring_nr - 1;
+	c->capacity = sz->nr - 1;
 	c->avail = c->capacity;
 	atomic_init(&c->efd, -1);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->reap_lock, NULL);
 	pthread_mutex_init(&c->cancel_lock, NULL);
-	c->ring = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	c->ring = mmap(NULL, sz->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
 	if (c->ring == MAP_FAILED) {
 		c->ring = NULL;
-		ret = -ENOMEM;
-		goto fail;
+		ctx_free(c);
+		return -ENOMEM;
 	}
-	c->ring_bytes = bytes;
-	c->map_bytes = map_bytes;
-	c->slots = (struct shim_slot *)((char *)c->ring + bytes);
-	madvise(c->ring, map_bytes, MADV_DONTFORK);
+	c->ring_bytes = sz->bytes;
+	c->map_bytes = sz->map_bytes;
+	c->slots = (struct shim_slot *)((char *)c->ring + sz->bytes);
+	madvise(c->ring, sz->map_bytes, MADV_DONTFORK);
 	shim__resfd_init(c);
+	*cp = c;
+	return 0;
+}
 
-	/* Our slots bound what is in flight (the engine does not count a
-	 * context with a delivery hook); the engine sizes its io_uring ring
-	 * by the depth, and a request leaves it a little after its event is
-	 * ours, hence the margin. */
+/* c's engine context, whose events our delivery hook publishes in c's
+ * ring. Our slots bound what is in flight (the engine does not count a
+ * context with a delivery hook); the engine sizes its io_uring ring by the
+ * depth, and a request leaves it a little after its event is ours, hence
+ * the margin. 0 or -errno. */
+static int engine_start(struct shim_ctx *c)
+{
+	struct fsaio_params p = { 0 };
+	int ret;
+
 	p.queue_depth = c->capacity * 2 + 64;
 	p.flags = engine_flags;
 	p.complete = shim__complete;
 	p.complete_arg = c;
 	ret = fsaio_ctx_create(&p, &c->engine);
 	if (ret)
-		goto fail;
+		return ret;
 	fsaio__set_deliver(c->engine, shim__deliver);
+	return 0;
+}
 
-	c->ring->nr = ring_nr;
-	c->ring->magic = SHIM_RING_MAGIC;
-	c->ring->compat_features = SHIM_RING_COMPAT_FEATURES;
-	c->ring->incompat_features = 0;
-	c->ring->header_length = sizeof(struct shim_ring);
+/* The ring's header, in the kernel's struct aio_ring layout. */
+static void ring_header_init(struct shim_ring *ring, uint32_t nr)
+{
+	ring->nr = nr;
+	ring->magic = SHIM_RING_MAGIC;
+	ring->compat_features = SHIM_RING_COMPAT_FEATURES;
+	ring->incompat_features = 0;
+	ring->header_length = sizeof(struct shim_ring);
+}
+
+/* Under reg_lock: count c against aio-max-nr (-EAGAIN), give it an entry
+ * (-ENOMEM), its ring an id, and the program its io_context_t at ctxp (the
+ * copy's fault); then publish c under its ring's address. 0 or -errno,
+ * with nothing of c left in the registry. */
+static int ctx_register(struct shim_ctx *c, io_context_t *ctxp)
+{
+	io_context_t id;
+	int ret;
 
 	pthread_mutex_lock(&reg_lock);
 	if (reg_events + c->nr_events > aio_max_nr) {
 		pthread_mutex_unlock(&reg_lock);
-		ret = -EAGAIN;
-		goto fail;
+		return -EAGAIN;
 	}
 	c->node = node_take(c->ring);
 	if (!c->node) {
 		pthread_mutex_unlock(&reg_lock);
-		ret = -ENOMEM;
-		goto fail;
+		return -ENOMEM;
 	}
 	reg_events += c->nr_events;
 	c->ring->id = reg_next_id++;
-	old = (io_context_t)c->ring;
-	ret = shim__user_copy(ctxp, &old, sizeof(old), true);
+	id = (io_context_t)c->ring;
+	ret = shim__user_copy(ctxp, &id, sizeof(id), true);
 	if (ret) {
 		reg_events -= c->nr_events;
 		c->node->used = false;
 		pthread_mutex_unlock(&reg_lock);
-		goto fail;
+		return ret;
 	}
 	c->node->ctx = c;
 	/* Publishes c: a call that reads this key reads c whole. */
 	atomic_store(&c->node->key, (uintptr_t)c->ring);
 	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+int shim__io_setup(int nr_events, io_context_t *ctxp)
+{
+	struct ring_size sz;
+	struct shim_ctx *c;
+	io_context_t old;
+	int ret;
+
+	pthread_once(&init_once, init);
+	ret = shim__user_copy(&old, ctxp, sizeof(old), false);
+	if (ret)
+		return ret;
+	if (old)
+		return -EINVAL;
+	ret = size_ring(nr_events, &sz);
+	if (ret)
+		return ret;
+	ret = ctx_alloc(nr_events, &sz, &c);
+	if (ret)
+		return ret;
+	ret = engine_start(c);
+	if (ret)
+		goto fail;
+	ring_header_init(c->ring, sz.nr);
+	ret = ctx_register(c, ctxp);
+	if (ret)
+		goto fail;
 	return 0;
 
 fail:

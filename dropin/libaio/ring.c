@@ -305,7 +305,7 @@ static int efd_get(struct shim_ctx *c)
 
 /* Sleep in ppoll with the caller's mask in force, as io_pgetevents does.
  * A waiter that drains the eventfd may have eaten another's wake-up, so
- * whoever leaves events behind signals again (see shim__getevents). */
+ * whoever leaves events behind signals again (pwaiter_end). */
 static int wait_efd(int efd, int64_t deadline, const sigset_t *mask)
 {
 	struct pollfd pfd = { .fd = efd, .events = POLLIN };
@@ -332,6 +332,79 @@ static int wait_efd(int efd, int64_t deadline, const sigset_t *mask)
 	return 0;
 }
 
+/* The kernel's checks of io_getevents' arguments, in its order: the
+ * timeout and the signal mask readable (get_timespec64() first), then
+ * min_nr. 0 and *tmo (timeout_ns: < 0 none), -EFAULT or -EINVAL. */
+static int getevents_args(long min_nr, long nr, const struct timespec *timeout,
+			  const sigset_t *sigmask, int64_t *tmo)
+{
+	if (timeout && !shim__user_ptr_ok(timeout, sizeof(*timeout)))
+		return -EFAULT;
+	if (sigmask && !shim__user_ptr_ok(sigmask, _NSIG / 8))
+		return -EFAULT;
+	*tmo = timeout_ns(timeout);
+	if (min_nr < 0 || min_nr > nr)
+		return -EINVAL;
+	return 0;
+}
+
+/* Reap what the ring holds into events + *got. Where events cannot be
+ * written to, the kernel faults only when it has an event to copy: then
+ * false, the call ends, with -EFAULT in *got unless events are in hand. */
+static bool collect(struct shim_ctx *c, long nr, struct io_event *events, bool events_ok,
+		    long *got)
+{
+	if (!events_ok && nr > 0 && !ring_empty(c)) {
+		if (!*got)
+			*got = -EFAULT;
+		return false;
+	}
+	if (events_ok)
+		*got += reap_locked(c, nr - *got, events + *got);
+	return true;
+}
+
+/* A waiter with a signal mask sleeps in ppoll on the context's eventfd
+ * (wait_efd): the eventfd, made on first use, and the waiter counted in
+ * pwaiters; or -errno. */
+static int pwaiter_begin(struct shim_ctx *c)
+{
+	int efd = efd_get(c);
+
+	if (efd < 0)
+		return efd;
+	atomic_fetch_add(&c->pwaiters, 1);
+	return efd;
+}
+
+/* The waiter leaves: it passes on a wake-up it may have drained. */
+static void pwaiter_end(struct shim_ctx *c, int efd)
+{
+	if (atomic_fetch_sub(&c->pwaiters, 1) > 1 && !ring_empty(c))
+		shim__efd_signal(efd);
+}
+
+/* Sleep our own way, on the eventfd (efd >= 0) or on seq while it is still
+ * seen, until the deadline or a signal: the engine's thread brings the
+ * events meanwhile, so it is told we rely on it. What the wait returns. */
+static int sleep_own(struct shim_ctx *c, int efd, uint32_t seen, int64_t deadline,
+		     const sigset_t *sigmask)
+{
+	int w;
+
+	fsaio__drive_need(c->engine, 1);
+	if (efd >= 0) {
+		w = wait_efd(efd, deadline, sigmask);
+	} else {
+		/* Forever is a deadline far away: only a timed futex wait
+		 * turns a handled signal into EINTR. */
+		w = wait_seq(c, seen, deadline == INT64_MAX ?
+			     fsaio__mono_ns() + (int64_t)3650 * 86400 * NSEC : deadline);
+	}
+	fsaio__drive_need(c->engine, -1);
+	return w;
+}
+
 /*
  * io_getevents and io_pgetevents: the kernel's read_events(). Collect events
  * until min_nr are in hand, the timeout passes, or a signal arrives; a
@@ -344,41 +417,29 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 {
 	int64_t tmo, deadline;
 	long got = 0;
-	int efd = -1;
+	int efd = -1, ret;
 	bool polled = false, harvested = false;
 	/* A destination outside the user address range is NULL's case: the
 	 * kernel's copy_to_user faults once it has an event to copy. */
 	bool events_ok = events && shim__user_ptr_ok(events, sizeof(*events));
 
-	/* get_timespec64() comes first in the kernel's io_getevents. */
-	if (timeout && !shim__user_ptr_ok(timeout, sizeof(*timeout)))
-		return -EFAULT;
-	if (sigmask && !shim__user_ptr_ok(sigmask, _NSIG / 8))
-		return -EFAULT;
-	tmo = timeout_ns(timeout);
-	if (min_nr < 0 || min_nr > nr)
-		return -EINVAL;
+	ret = getevents_args(min_nr, nr, timeout, sigmask, &tmo);
+	if (ret)
+		return ret;
 	deadline = tmo < 0 ? INT64_MAX : fsaio__mono_ns() + tmo;
 	fsaio__drive_back(c->engine);
 	if (tmo != 0 && sigmask) {
-		efd = efd_get(c);
+		efd = pwaiter_begin(c);
 		if (efd < 0)
 			return efd;
-		atomic_fetch_add(&c->pwaiters, 1);
 	}
 	for (;;) {
 		uint32_t seen = atomic_load(&c->seq);
 		bool expired;
 		int w;
 
-		/* The kernel faults only when it has an event to copy. */
-		if (!events_ok && nr > 0 && !ring_empty(c)) {
-			if (!got)
-				got = -EFAULT;
+		if (!collect(c, nr, events, events_ok, &got))
 			break;
-		}
-		if (events_ok)
-			got += reap_locked(c, nr - got, events + got);
 		if (got >= min_nr) {
 			/* With room for more, take what the engine's ring holds
 			 * now, in this thread, without waiting: a program that
@@ -404,30 +465,15 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 			break;
 		w = efd >= 0 ? -EAGAIN : fsaio__drive(c->engine, &c->seq, seen, expired ? 0 : deadline);
 		polled = expired;
-		if (w == -EAGAIN && !expired) {
-			/* Sleep our own way: the engine's thread brings the
-			 * events meanwhile. */
-			fsaio__drive_need(c->engine, 1);
-			if (efd >= 0) {
-				w = wait_efd(efd, deadline, sigmask);
-			} else {
-				/* Forever is a deadline far away: only a timed
-				 * futex wait turns a handled signal into EINTR. */
-				w = wait_seq(c, seen, deadline == INT64_MAX ?
-					     fsaio__mono_ns() + (int64_t)3650 * 86400 * NSEC : deadline);
-			}
-			fsaio__drive_need(c->engine, -1);
-		}
+		if (w == -EAGAIN && !expired)
+			w = sleep_own(c, efd, seen, deadline, sigmask);
 		if (w == -EINTR) {
 			if (!got)
 				got = -EINTR;
 			break;
 		}
 	}
-	if (efd >= 0) {
-		/* Pass on a wake-up this waiter may have drained. */
-		if (atomic_fetch_sub(&c->pwaiters, 1) > 1 && !ring_empty(c))
-			shim__efd_signal(efd);
-	}
+	if (efd >= 0)
+		pwaiter_end(c, efd);
 	return got;
 }

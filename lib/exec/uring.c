@@ -51,7 +51,8 @@
 
 /* Fill sqe for what remains of r. Called under sq_lock: the iovec copy in
  * tmp need only live until io_uring_submit returns (IORING_FEAT_SUBMIT_STABLE,
- * checked at setup). */
+ * checked at setup). tmp is used only for a vectored r with done_ > 0 (NULL
+ * otherwise, queue_iov_rest). */
 static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tmp)
 {
 	/* RWF_HIPRI needs an IOPOLL ring (EINVAL otherwise): it is a hint. */
@@ -156,46 +157,83 @@ static uint64_t sqe_bytes(const struct fsaio_req *r)
 	return fsaio__is_rw(r) ? fsaio__total(r) - r->done_ : 0;
 }
 
-/* Queue r's remainder; called by submitters and by whoever harvests, to
- * continue a short result. -ESHUTDOWN once destroy began. */
-int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again,
-		      enum fsaio__enter when)
+/* r's SQE, taken under sq_lock: none once destroy began (-ESHUTDOWN). A
+ * first SQE comes with its FILES_UPDATEs, all in one submission: room for
+ * three (-EAGAIN) and r's slot, bound now when the SQE may be held past the
+ * call (may_hold, and the held doorbell agrees for bytes), else by the
+ * SQEs left in bind[] for the enter (must_enter). 0 or -errno. */
+static int take_sqe(struct fsaio__uring *u, struct fsaio_req *r, bool again, bool may_hold,
+		    uint64_t bytes, struct io_uring_sqe **sqe, struct io_uring_sqe *bind[2])
 {
-	struct iovec tmp[FSAIO__IOV_MAX];
+	bool hold;
+	int ret;
+
+	if (u->stopping)
+		return -ESHUTDOWN;
+	if (!again && io_uring_sq_space_left(&u->ring) < 3 && fsaio__ring_flush(u) < 0)
+		return -EAGAIN;
+	if (!again)
+		r->exec_ = 0;
+	hold = may_hold && fsaio__ring_may_hold(u, bytes);
+	if (!again && (ret = fsaio__ring_bind_slot(u, r, hold, bind)))
+		return ret;
+	*sqe = io_uring_get_sqe(&u->ring);
+	if (!*sqe)
+		return -EAGAIN;         /* cannot happen: there was room for three */
+	return 0;
+}
+
+/* Leave r's prepared SQE for a later enter, under sq_lock: pending, held
+ * and weighed by bytes. A batch enters at FSAIO__HOLD_BYTES
+ * (uring_doorbell.c): the reads it holds would wait in its plug while the
+ * rest are built; a refused enter leaves them for the end of the call. */
+static void leave_queued(struct fsaio__uring *u, struct io_uring_sqe *bind[2], uint64_t bytes)
+{
+	if (bind[1])
+		atomic_store_explicit(&u->must_enter, true, memory_order_relaxed);
+	atomic_store_explicit(&u->pending, true, memory_order_relaxed);
+	atomic_fetch_add_explicit(&u->held, 1, memory_order_relaxed);
+	if (atomic_fetch_add_explicit(&u->held_bytes, bytes, memory_order_relaxed) + bytes >=
+	    FSAIO__HOLD_BYTES)
+		(void)fsaio__ring_flush(u);
+}
+
+/* An SQE the kernel did not consume, under sq_lock: made a harmless NOP for
+ * a later submit, with the FILES_UPDATEs of a first SQE, whose slot goes
+ * back to the free list. */
+static void unqueue(struct fsaio__uring *u, struct fsaio_req *r, struct io_uring_sqe *sqe,
+		    struct io_uring_sqe *bind[2])
+{
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data(sqe, NULL);
+	if (bind[1]) {
+		for (int i = 0; i < 2; i++) {
+			io_uring_prep_nop(bind[i]);
+			io_uring_sqe_set_data(bind[i], NULL);
+		}
+		u->free_slots[u->nfree++] = fsaio__ring_slot_of(r) - 1;
+		r->exec_ = 0;
+	}
+}
+
+/* Queue r's remainder, entered as when says; tmp: room for a vectored
+ * remainder's copy of its iovecs (NULL when r has none), which must live
+ * until the submit that consumes it, so such an r is entered here. */
+static int queue(struct fsaio__uring *u, struct fsaio_req *r, bool again,
+		 enum fsaio__enter when, struct iovec *tmp)
+{
 	struct io_uring_sqe *sqe, *bind[2] = { NULL, NULL };
-	bool defer = when != FSAIO__ENTER_NOW, hold;
+	bool defer = when != FSAIO__ENTER_NOW;
 	uint64_t bytes;
 	int ret;
 
-	/* A vectored remainder lives in tmp: it must be submitted now. */
-	if (fsaio__is_vectored(r) && r->done_)
-		defer = false;
 	/* Read before r is WAITING: from then on a harvester may write it. */
 	bytes = defer ? sqe_bytes(r) : 0;
 	pthread_mutex_lock(&u->sq_lock);
-	if (u->stopping) {
-		pthread_mutex_unlock(&u->sq_lock);
-		return -ESHUTDOWN;
-	}
-	/* A first SQE comes with its FILES_UPDATEs: all in one submission. */
-	if (!again && io_uring_sq_space_left(&u->ring) < 3 && fsaio__ring_flush(u) < 0) {
-		pthread_mutex_unlock(&u->sq_lock);
-		return -EAGAIN;
-	}
-	if (!again)
-		r->exec_ = 0;
-	/* Only a request that may be held past the call pays for binding its
-	 * slot now: the others bind it by SQE, in the enter (must_enter). */
-	hold = defer && when == FSAIO__ENTER_MAY_HOLD && fsaio__ring_may_hold(u, bytes);
-	if (!again && (ret = fsaio__ring_bind_slot(u, r, hold, bind))) {
+	ret = take_sqe(u, r, again, defer && when == FSAIO__ENTER_MAY_HOLD, bytes, &sqe, bind);
+	if (ret) {
 		pthread_mutex_unlock(&u->sq_lock);
 		return ret;
-	}
-	sqe = io_uring_get_sqe(&u->ring);
-	if (!sqe) {
-		/* Cannot happen: there was room for three. */
-		pthread_mutex_unlock(&u->sq_lock);
-		return -EAGAIN;
 	}
 	prep(sqe, r, tmp);
 	if (!again) {
@@ -206,35 +244,15 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again,
 	 * CQE before submit returns. */
 	fsaio__state_set(r, FSAIO__WAITING);
 	if (defer) {
-		if (bind[1])
-			atomic_store_explicit(&u->must_enter, true, memory_order_relaxed);
-		atomic_store_explicit(&u->pending, true, memory_order_relaxed);
-		atomic_fetch_add_explicit(&u->held, 1, memory_order_relaxed);
-		/* A batch enters at FSAIO__HOLD_BYTES (uring_doorbell.c): the reads
-		 * it holds would wait in its plug while the rest are built; a
-		 * refused enter leaves them for the end of the call. */
-		if (atomic_fetch_add_explicit(&u->held_bytes, bytes, memory_order_relaxed) + bytes >=
-		    FSAIO__HOLD_BYTES)
-			(void)fsaio__ring_flush(u);
+		leave_queued(u, bind, bytes);
 		pthread_mutex_unlock(&u->sq_lock);
 		FSAIO__COUNT(u->x->st, uring_sqes, 1);
 		wake_for_waiters(u);
 		return 0;
 	}
 	ret = fsaio__ring_flush(u);
-	if (ret) {
-		/* Not consumed: make it harmless for a later submit. */
-		io_uring_prep_nop(sqe);
-		io_uring_sqe_set_data(sqe, NULL);
-		if (bind[1]) {
-			for (int i = 0; i < 2; i++) {
-				io_uring_prep_nop(bind[i]);
-				io_uring_sqe_set_data(bind[i], NULL);
-			}
-			u->free_slots[u->nfree++] = fsaio__ring_slot_of(r) - 1;
-			r->exec_ = 0;
-		}
-	}
+	if (ret)
+		unqueue(u, r, sqe, bind);
 	pthread_mutex_unlock(&u->sq_lock);
 	if (ret && !again)
 		atomic_fetch_sub_explicit(&u->inflight, 1, memory_order_relaxed);
@@ -243,6 +261,28 @@ int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again,
 	if (!ret && !again)
 		wake_for_waiters(u);
 	return ret;
+}
+
+/* A vectored remainder (done_ > 0): its iovecs from the first not yet
+ * done are copied into tmp, on this frame only, so that no other queue
+ * call carries FSAIO__IOV_MAX iovecs on its stack. The copy lives until
+ * queue() returns, so it is entered now, never held. */
+static __attribute__((noinline)) int queue_iov_rest(struct fsaio__uring *u,
+						    struct fsaio_req *r, bool again)
+{
+	struct iovec tmp[FSAIO__IOV_MAX];
+
+	return queue(u, r, again, FSAIO__ENTER_NOW, tmp);
+}
+
+/* Queue r's remainder; called by submitters and by whoever harvests, to
+ * continue a short result. -ESHUTDOWN once destroy began. */
+int fsaio__ring_queue(struct fsaio__uring *u, struct fsaio_req *r, bool again,
+		      enum fsaio__enter when)
+{
+	if (fsaio__is_vectored(r) && r->done_)
+		return queue_iov_rest(u, r, again);
+	return queue(u, r, again, when, NULL);
 }
 
 /* Whether r's -ECANCELED is the caller's cancel (and forget it). */
