@@ -217,8 +217,9 @@ struct fsaio_stats {
 				     * call (FSAIO_CTX_INLINE_WRITES), requests no worker
 				     * or descriptor could be had for */
 	uint64_t batch_calls;       /* system calls that made the first attempt of several
-				     * reads of one submit call at once */
-	uint64_t batch_reads;       /* reads attempted by those calls */
+				     * reads (and, with FSAIO_CTX_INLINE_WRITES, writes)
+				     * of one submit call at once */
+	uint64_t batch_requests;    /* requests those calls carried */
 	uint64_t batch_refused;     /* submit calls whose reads were attempted one by one
 				     * because the kernel refused the engine an AIO
 				     * context (seccomp, aio-max-nr) */

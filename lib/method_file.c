@@ -203,6 +203,25 @@ static ssize_t attempt(struct fsaio_ctx *ctx, struct fsaio_req *r, struct iovec 
 	}
 }
 
+/* A write its call's batch made already (rw_batch.c), blocking where it
+ * had to, as the kernel's AIO makes it inside io_submit: its answer is the
+ * event's, a short count too (the kernel's AIO answers one; going on after
+ * the run would follow the run's later writes). */
+static int batched_write(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b)
+{
+	int64_t n = b->first;
+
+	b->has_first = false;
+	FSAIO__INC(ctx, blocking_inline, 1);
+	if (n > 0) {
+		r->done_ += (uint64_t)n;
+		FSAIO__INC(ctx, bytes_inline, (uint64_t)n);
+	}
+	FSAIO__INC(ctx, completed_inline, 1);
+	fsaio__complete(ctx, r, n < 0 ? fsaio__result(r, n) : (int64_t)r->done_, b);
+	return 0;
+}
+
 static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		    struct fsaio__fdinfo fi, struct fsaio__batch *b)
 {
@@ -222,6 +241,8 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 		fsaio__stream_enter(fsaio__parts(ctx)->ra, r, fi);
 	if (fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE)
 		return fsaio__carry(ctx, r, b, FSAIO__WHY_MISS);
+	if (write && b->has_first)
+		return batched_write(ctx, r, b);
 	if (write && !fsaio__carry(ctx, r, b, FSAIO__WHY_UNTRIED))
 		return 0;
 	/* The caller's RWF_NOWAIT always gets the kernel's own answer (so
@@ -265,16 +286,22 @@ static int start_rw(struct fsaio_ctx *ctx, struct fsaio_req *r,
 	return 0;
 }
 
-/* A read whose start_rw makes its inline attempt before anything else
- * (no probe, no hand-off untried), as file_now asks, and that the kernel's
- * AIO can make: the attempt is likely to finish it, so it joins its call's
- * batch (rw_batch.c). */
+/* What joins its call's batch (rw_batch.c): a read whose start_rw makes
+ * its inline attempt before anything else (no probe, no hand-off untried),
+ * as file_now asks, so the attempt is likely to finish it; and a write
+ * that start_rw would do here with a blocking call (INLINE_WRITES: carry's
+ * HERE), which the batch does the same way. */
 static bool file_batchable(struct fsaio_ctx *ctx, const struct fsaio_req *r,
 			   struct fsaio__fdinfo fi)
 {
-	return fsaio__rw_batchable(r) && fsaio__total(r) < PROBE_ALWAYS_BYTES &&
-	       !(fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK)) &&
-	       !(fsaio__parts(ctx)->flags & FSAIO_CTX_NO_INLINE);
+	uint32_t flags = fsaio__parts(ctx)->flags;
+
+	if (!fsaio__rw_batchable(r) || (flags & FSAIO_CTX_NO_INLINE))
+		return false;
+	if (fsaio__is_write(r))
+		return (flags & FSAIO_CTX_INLINE_WRITES) && !r->rw_flags;
+	return fsaio__total(r) < PROBE_ALWAYS_BYTES &&
+	       !(fi.flags & (FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_PROBE_NEXT | FSAIO__FD_MISS_MASK));
 }
 
 /*

@@ -48,7 +48,7 @@ FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
 	st->ring_reaped_thread = LOAD(ring_reaped_thread);
 	st->blocking_inline = LOAD(blocking_inline);
 	st->batch_calls = LOAD(batch_calls);
-	st->batch_reads = LOAD(batch_reads);
+	st->batch_requests = LOAD(batch_requests);
 	st->batch_refused = LOAD(batch_refused);
 	st->pool_queue_len = fsaio__pool_snapshot(&ctx->pool, &threads, &accepted);
 	st->queued = accepted;

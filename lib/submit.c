@@ -194,7 +194,7 @@ static unsigned start_run(struct fsaio_ctx *ctx, struct run *run, struct fsaio__
 			  int *err)
 {
 	int64_t first[FSAIO__RW_BATCH_MAX];
-	unsigned had = fsaio__rw_batch_reads(fsaio__parts(ctx)->rwb, run->r, run->n, first);
+	unsigned had = fsaio__rw_batch_run(fsaio__parts(ctx)->rwb, run->r, run->n, first);
 	unsigned i;
 
 	for (i = 0; i < run->n; i++) {
@@ -217,11 +217,11 @@ static unsigned start_run(struct fsaio_ctx *ctx, struct run *run, struct fsaio__
  * fsaio__submit_end. alone: the caller's call brings one request
  * (fsaio__batch.alone).
  *
- * Requests start in order. A read whose first attempt may be batched
- * (method->batchable) waits in a run until a request of another kind, the
- * run's limit or the call's end starts the run: the attempts of a call's
- * cached reads cost one system call, and nothing of the call starts out
- * of order. */
+ * Requests start in order. A read (or, with FSAIO_CTX_INLINE_WRITES, a
+ * write) whose first attempt may be batched (method->batchable) waits in a
+ * run until a request of another kind, the run's limit or the call's end
+ * starts the run: the attempts of a call's cached reads cost one system
+ * call, and nothing of the call starts out of order. */
 static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int cs,
 		       bool flush, bool alone)
 {
@@ -262,6 +262,16 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 		fsaio__state_set(r, FSAIO__INLINE);
 		m = fsaio__methods[fi.kind];
 		if (nr > 1 && m->batchable && m->batchable(ctx, r, fi)) {
+			/* A run is of reads or of writes: a read's attempt may
+			 * leave a remainder for after the run, which must not
+			 * follow a later write of the run. */
+			if (run.n && fsaio__is_write(run.r[0]) != fsaio__is_write(r)) {
+				accepted += start_run(ctx, &run, &b, &ret);
+				if (ret) {
+					unreserve(ctx, r);
+					break;
+				}
+			}
 			run.r[run.n] = r;
 			run.fi[run.n++] = fi;
 			if (run.n == FSAIO__RW_BATCH_MAX) {
@@ -349,7 +359,7 @@ uint64_t fsaio__reads_now(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr
 	}
 	if (!n)
 		return 0;
-	had = fsaio__rw_batch_reads(fsaio__parts(ctx)->rwb, cand, n, first);
+	had = fsaio__rw_batch_run(fsaio__parts(ctx)->rwb, cand, n, first);
 	for (unsigned k = 0; k < n; k++) {
 		const struct fsaio__method *m = fsaio__methods[fi[k].kind];
 

@@ -414,13 +414,13 @@ static void check_batches(const struct fsaio_stats *st, uint64_t runs, uint64_t 
 	if (kernel_aio()) {
 		cr_assert_eq(st->batch_calls, runs, "%s: batch_calls %llu, want %llu", what,
 			     (unsigned long long)st->batch_calls, (unsigned long long)runs);
-		cr_assert_eq(st->batch_reads, reads, "%s: batch_reads %llu, want %llu", what,
-			     (unsigned long long)st->batch_reads, (unsigned long long)reads);
+		cr_assert_eq(st->batch_requests, reads, "%s: batch_requests %llu, want %llu", what,
+			     (unsigned long long)st->batch_requests, (unsigned long long)reads);
 		cr_assert_eq(st->batch_refused, 0, "%s: batch_refused %llu", what,
 			     (unsigned long long)st->batch_refused);
 	} else {
 		cr_assert_eq(st->batch_calls, 0, "%s: a batch without kernel AIO", what);
-		cr_assert_eq(st->batch_reads, 0, "%s: batch_reads without kernel AIO", what);
+		cr_assert_eq(st->batch_requests, 0, "%s: batch_requests without kernel AIO", what);
 		cr_assert_eq(st->batch_refused, runs, "%s: batch_refused %llu, want %llu", what,
 			     (unsigned long long)st->batch_refused, (unsigned long long)runs);
 	}
@@ -431,8 +431,8 @@ static void check_some_batch(const struct fsaio_stats *st, const char *what)
 {
 	if (kernel_aio()) {
 		cr_assert_geq(st->batch_calls, 1, "%s: no batch", what);
-		cr_assert_geq(st->batch_reads, 2 * st->batch_calls, "%s: batch_reads %llu in %llu calls",
-			      what, (unsigned long long)st->batch_reads,
+		cr_assert_geq(st->batch_requests, 2 * st->batch_calls, "%s: batch_requests %llu in %llu calls",
+			      what, (unsigned long long)st->batch_requests,
 			      (unsigned long long)st->batch_calls);
 		cr_assert_eq(st->batch_refused, 0);
 	} else {
@@ -543,8 +543,8 @@ static void mixed_call(uint32_t backend)
 	/* The call brought runs of several reads: one system call each. */
 	check_some_batch(&st, name);
 	if (kernel_aio())
-		cr_assert_geq(st.batch_reads, 12, "%s: batch_reads %llu", name,
-			      (unsigned long long)st.batch_reads);
+		cr_assert_geq(st.batch_requests, 12, "%s: batch_requests %llu", name,
+			      (unsigned long long)st.batch_requests);
 	t_ctx_destroy(ctx);
 
 	for (int i = 0; i < NFILES; i++)
@@ -1126,7 +1126,7 @@ Test(batch, io_setup_refused_reads_one_by_one)
 		}
 		struct fsaio_stats st = t_stats(ctx);
 		cr_assert_eq(st.batch_calls, 0);
-		cr_assert_eq(st.batch_reads, 0);
+		cr_assert_eq(st.batch_requests, 0);
 		cr_assert_eq(st.batch_refused, 2, "batch_refused %llu",
 			     (unsigned long long)st.batch_refused);
 		t_check_path(&st, (struct t_path){ .requests = 2 * HOTN, .completed_inline = 2 * HOTN,
@@ -1222,10 +1222,10 @@ Test(batch, concurrent_submitters_share_the_batch)
 	struct fsaio_stats st = t_stats(ctx);
 	cr_assert_eq(st.requests, 2 * rounds * HOTN);
 	cr_assert_eq(st.completed_inline, 2 * rounds * HOTN);
-	cr_assert_leq(st.batch_reads, 2 * rounds * HOTN);
+	cr_assert_leq(st.batch_requests, 2 * rounds * HOTN);
 	check_some_batch(&st, "concurrent");
 	printf("concurrent: %llu of %u reads batched, in %llu calls\n",
-	       (unsigned long long)st.batch_reads, 2 * rounds * HOTN,
+	       (unsigned long long)st.batch_requests, 2 * rounds * HOTN,
 	       (unsigned long long)st.batch_calls);
 	fflush(stdout);
 	t_ctx_destroy(ctx);

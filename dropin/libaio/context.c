@@ -468,7 +468,7 @@ static void print_stats(struct shim_ctx *c, const char *when)
 		(unsigned long long)st.ring_reaped_caller, (unsigned long long)st.ring_reaped_thread,
 		(unsigned long long)st.reaper_sleeps, (unsigned long long)st.reaper_wakeups,
 		(unsigned long long)st.stream_hits, (unsigned long long)st.readahead_calls,
-		(unsigned long long)st.batch_calls, (unsigned long long)st.batch_reads,
+		(unsigned long long)st.batch_calls, (unsigned long long)st.batch_requests,
 		(unsigned long long)st.batch_refused);
 }
 

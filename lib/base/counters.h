@@ -25,7 +25,7 @@ struct fsaio__counters {
 	/* rw_batch.c: io_submit calls that attempted several reads, the
 	 * reads they attempted, batches done one by one for want of a
 	 * kernel AIO context */
-	_Atomic uint64_t batch_calls, batch_reads, batch_refused;
+	_Atomic uint64_t batch_calls, batch_requests, batch_refused;
 };
 
 #define FSAIO__COUNT(st, field, n) \

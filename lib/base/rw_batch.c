@@ -8,7 +8,11 @@
  * read copies what the page cache holds and completes at once, in the
  * call, with the count a preadv2 would return, or -EAGAIN without waiting
  * for the disk. Its events are then read from the context's completion
- * ring in memory, with no further system call. Kernel AIO is allowed where
+ * ring in memory, with no further system call. A write that its context
+ * does inside the submit call anyway (FSAIO_CTX_INLINE_WRITES) goes in the
+ * same array without RWF_NOWAIT: a buffered write is done inside
+ * io_submit, blocking where it must, as one pwritev2 would be, and the
+ * array keeps the call's order. Kernel AIO is allowed where
  * io_uring is refused (container seccomp profiles allow io_*), so this one
  * way serves every backend; io_uring's batch was measured no cheaper
  * (docs/design-notes.md).
@@ -29,6 +33,8 @@
 #include "rw_batch.h"
 
 #define RW_BATCH_NONE UINT64_MAX
+/* res[] of a request whose event has not come (yet). */
+#define NO_ANSWER INT64_MIN
 
 /* The head of the completion ring the kernel maps at the context's id
  * (fs/aio.c's struct aio_ring); its events follow the header. */
@@ -61,9 +67,8 @@ void fsaio__rw_batch_forget(struct fsaio__rw_batch *k)
 
 bool fsaio__rw_batchable(const struct fsaio_req *r)
 {
-	return (r->opcode == FSAIO_OP_PREAD || r->opcode == FSAIO_OP_PREADV) &&
-	       !fsaio__is_stream(r) && r->offset >= 0 && fsaio__total(r) && !r->done_ &&
-	       !(r->rw_flags & ~RWF_NOWAIT);
+	return fsaio__is_rw(r) && !fsaio__is_stream(r) && r->offset >= 0 && fsaio__total(r) &&
+	       !r->done_ && !(r->rw_flags & ~(fsaio__is_write(r) ? 0 : RWF_NOWAIT));
 }
 
 /* The context, made on first use: false where the kernel refuses one.
@@ -89,17 +94,25 @@ static void fill(struct iocb *cb, const struct fsaio_req *r, unsigned i)
 	memset(cb, 0, sizeof(*cb));
 	cb->aio_data = i;
 	cb->aio_fildes = (uint32_t)fsaio__fd(r);
-	cb->aio_rw_flags = (int)(r->rw_flags | RWF_NOWAIT);
 	cb->aio_offset = r->offset;
-	if (r->opcode == FSAIO_OP_PREADV) {
-		cb->aio_lio_opcode = IOCB_CMD_PREADV;
-		cb->aio_buf = (uint64_t)(uintptr_t)r->iov;
-		cb->aio_nbytes = r->len;
-	} else {
+	cb->aio_nbytes = r->len;
+	cb->aio_buf = (uint64_t)(uintptr_t)(fsaio__is_vectored(r) ? (const void *)r->iov : r->buf);
+	switch (r->opcode) {
+	case FSAIO_OP_PREAD:
 		cb->aio_lio_opcode = IOCB_CMD_PREAD;
-		cb->aio_buf = (uint64_t)(uintptr_t)r->buf;
-		cb->aio_nbytes = r->len;
+		break;
+	case FSAIO_OP_PREADV:
+		cb->aio_lio_opcode = IOCB_CMD_PREADV;
+		break;
+	case FSAIO_OP_PWRITE:
+		cb->aio_lio_opcode = IOCB_CMD_PWRITE;
+		break;
+	default:
+		cb->aio_lio_opcode = IOCB_CMD_PWRITEV;
+		break;
 	}
+	/* A read's first attempt never waits; a write is done whole. */
+	cb->aio_rw_flags = fsaio__is_write(r) ? 0 : (int)(r->rw_flags | RWF_NOWAIT);
 }
 
 /* Take the events there are from the ring in memory: how many. */
@@ -145,7 +158,7 @@ static unsigned take_waited(uint64_t id, int64_t *res, unsigned n, unsigned want
 	return got;
 }
 
-unsigned fsaio__rw_batch_reads(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
+unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
 			       int64_t *res)
 {
 	struct iocb cbs[FSAIO__RW_BATCH_MAX], *ptrs[FSAIO__RW_BATCH_MAX];
@@ -175,24 +188,29 @@ unsigned fsaio__rw_batch_reads(struct fsaio__rw_batch *k, struct fsaio_req *cons
 	}
 	ring = (struct kaio_ring *)(uintptr_t)k->id;
 	got = 0;
+	for (long i = 0; i < m; i++)
+		res[i] = NO_ANSWER;
 	if (ring->magic == KAIO_RING_MAGIC && !ring->incompat_features)
 		got = take_ring(ring, res, (unsigned)m);
 	if (got < (unsigned)m)
 		got += take_waited(k->id, res, (unsigned)m, (unsigned)m - got);
 	if (got < (unsigned)m) {
-		/* Not every answer came (the wait failed): none is used, and
-		 * the context goes, its stray events with it (io_destroy waits
-		 * for them); the next batch makes another. The reads are
-		 * attempted again one by one: a NOWAIT read changed nothing
-		 * but the caller's buffer, which that attempt fills again. */
+		/* Not every answer came (the wait failed), and the context
+		 * goes, its stray events with it (io_destroy waits for them);
+		 * the next batch makes another. A read without its answer is
+		 * a miss: the miss path reads it again, bound to its file. A
+		 * write may have been done: it is never done twice, and ends
+		 * -EIO. */
+		for (long i = 0; i < m; i++)
+			if (res[i] == NO_ANSWER)
+				res[i] = fsaio__is_write(r[i]) ? -EIO : -EAGAIN;
 		(void)fsaio__raw6(SYS_io_destroy, (long)k->id, 0, 0, 0, 0, 0);
 		k->id = 0;
-		m = 0;
 	}
 	pthread_mutex_unlock(&k->lock);
 	if (m) {
 		FSAIO__COUNT(k->st, batch_calls, 1);
-		FSAIO__COUNT(k->st, batch_reads, (uint64_t)m);
+		FSAIO__COUNT(k->st, batch_requests, (uint64_t)m);
 	}
 	return (unsigned)m;
 }

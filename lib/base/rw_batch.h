@@ -30,21 +30,22 @@ void fsaio__rw_batch_init(struct fsaio__rw_batch *k, struct fsaio__counters *st)
 void fsaio__rw_batch_fini(struct fsaio__rw_batch *k);   /* io_destroy */
 void fsaio__rw_batch_forget(struct fsaio__rw_batch *k); /* forked child: not ours */
 /*
- * Whether r's first attempt may be made in a batch: a buffered read of a
- * regular file at a position, of bytes, with no flag of the caller's but
- * RWF_NOWAIT. What the method's own rules allow (the fd's history) is the
- * method's to say.
+ * Whether r's first attempt may be made in a batch: a read or write of a
+ * file at a position, of bytes, nothing done yet, with no flag of the
+ * caller's but a read's RWF_NOWAIT. What the method's own rules allow (the
+ * fd's history, whether writes are done in the call) is the method's to
+ * say.
  */
 bool fsaio__rw_batchable(const struct fsaio_req *r);
 /*
- * Attempt r[0..n) (each fsaio__rw_batchable, nothing done yet) with
- * RWF_NOWAIT in one io_submit: res[i] is what one preadv2(RWF_NOWAIT) of
- * r[i] would have answered (bytes, 0 at EOF, -EAGAIN, -errno). Returns
- * how many of the first ones have their answer; 0 when none was made
- * (busy, no context to be had, the kernel refused the first): the caller
- * attempts the rest one by one.
+ * Attempt r[0..n) (each fsaio__rw_batchable) in one io_submit, in order:
+ * for a read res[i] is what one preadv2(RWF_NOWAIT) of it would have
+ * answered (bytes, 0 at EOF, -EAGAIN, -errno), for a write what one
+ * blocking pwritev2 would have. Returns how many of the first ones have
+ * their answer; 0 when none was made (busy, no context to be had, the
+ * kernel refused the first): the caller attempts the rest one by one.
  */
-unsigned fsaio__rw_batch_reads(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
+unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
 			       int64_t *res);
 
 #endif /* FSAIO_RW_BATCH_H */

@@ -62,7 +62,7 @@ T_ASSERT(stats_ring_reaped_thread, offsetof(struct fsaio_stats, ring_reaped_thre
 T_ASSERT(stats_retries, offsetof(struct fsaio_stats, retries) == 32);
 T_ASSERT(stats_blocking_inline, offsetof(struct fsaio_stats, blocking_inline) == 176);
 T_ASSERT(stats_batch_calls, offsetof(struct fsaio_stats, batch_calls) == 184);
-T_ASSERT(stats_batch_reads, offsetof(struct fsaio_stats, batch_reads) == 192);
+T_ASSERT(stats_batch_requests, offsetof(struct fsaio_stats, batch_requests) == 192);
 T_ASSERT(stats_batch_refused, offsetof(struct fsaio_stats, batch_refused) == 200);
 T_ASSERT(stats_reserved, offsetof(struct fsaio_stats, reserved) == 208);
 #endif
