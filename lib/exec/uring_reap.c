@@ -107,6 +107,11 @@ static unsigned harvest(struct fsaio__uring *u, bool by_caller)
 				 * reads this. */
 				struct fsaio_req *r = (struct fsaio_req *)(ud & ~(uintptr_t)TAG_MASK);
 
+				/* Pairs with the release store of WAITING in
+				 * queue(), after the submitter's last write of
+				 * exec_ (the kernel orders it too; TSan knows
+				 * only this). */
+				(void)fsaio__state_get(r);
 				r->exec_ |= (uint64_t)(uint32_t)-res << 32;
 			} else if (ud && !(ud & TAG_MASK)) {
 				reqs++;
