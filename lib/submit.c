@@ -189,7 +189,9 @@ struct run {
 /* Start the run's reads in order, each with its first attempt's answer
  * from the batch: how many were accepted; at the first refusal *err is
  * set and the ones after it are refused too (their reads were attempted,
- * which wrote only their own buffers). */
+ * which wrote only their own buffers). A run of writes is never refused
+ * here: the file method takes a batched write with its answer, whatever
+ * it is. */
 static unsigned start_run(struct fsaio_ctx *ctx, struct run *run, struct fsaio__batch *b,
 			  int *err)
 {
