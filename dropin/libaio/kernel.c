@@ -2,11 +2,9 @@
 /*
  * DESIGN: the drop-in's own way to the kernel, for a context it did not
  * make and for FSAIO_SYSCALL=kernel: the syscall instruction where it is
- * known (kernel.h), glibc's syscall() elsewhere, where the drop-in does
+ * known (rawsys.h), glibc's syscall() elsewhere, where the drop-in does
  * not export its own. A leaf.
  */
-#include <errno.h>
-#include <unistd.h>
 
 #include "kernel.h"
 

@@ -25,7 +25,6 @@
  */
 #include <errno.h>
 #include <linux/aio_abi.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 
