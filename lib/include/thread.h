@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Threads of the engine and of the drop-ins: started with every signal
- * blocked. */
+ * blocked but the faults. */
 #ifndef FSAIO_THREAD_H
 #define FSAIO_THREAD_H
 
@@ -9,9 +9,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Start fn(arg) on a new thread with every signal blocked: the caller's
- * handlers must not run on it, and a SIGPIPE it causes stays pending there
- * instead of killing the process. stack 0 keeps the default stack size;
+/* Start fn(arg) on a new thread with every signal blocked but SIGSEGV and
+ * SIGBUS: the caller's handlers must not run on it, and a SIGPIPE it causes
+ * stays pending there instead of killing the process. A fault is never
+ * blocked: the thread's copies of the caller's memory answer EFAULT through
+ * the fault handler (usercopy.h), and the kernel kills a thread that
+ * blocks the fault it causes. stack 0 keeps the default stack size;
  * a detached thread cannot be joined. The caller's mask is left as it
  * was. Returns 0 or a positive errno. */
 static inline int fsaio__thread_spawn(pthread_t *t, size_t stack, bool detached,
@@ -27,6 +30,8 @@ static inline int fsaio__thread_spawn(pthread_t *t, size_t stack, bool detached,
 	if (detached)
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = pthread_create(t, &attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

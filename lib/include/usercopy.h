@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * usercopy.c: reading and writing the caller's memory with the kernel's
+ * answer. A copy from or to an address that is unmapped, protected, or not
+ * the program's returns -EFAULT instead of killing the program.
+ */
+#ifndef FSAIO_USERCOPY_H
+#define FSAIO_USERCOPY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Copy n bytes from src to dst, either of which may be the caller's:
+ * 0, or -EFAULT when a byte of either could not be read or written (the
+ * bytes before it may have been copied). */
+int fsaio__copy_user(void *dst, const void *src, size_t n);
+
+/* [p, p + n) can be read and written: 0 or -EFAULT. It touches one byte
+ * of each page (writing back what it read), for memory that the engine
+ * will write into later, such as a request. */
+int fsaio__user_rw_ok(void *p, size_t n);
+
+/* The fault handler is installed (the copies cost no system call). */
+bool fsaio__user_faults_armed(void);
+
+#endif /* FSAIO_USERCOPY_H */
