@@ -134,9 +134,8 @@ static int copy_timeout(const struct timespec *in, struct timespec *t, struct ti
 	*out = NULL;
 	if (!in)
 		return 0;
-	if (!shim__user_ptr_ok(in, sizeof(*in)))
+	if (shim__user_copy(t, in, sizeof(*t), false))
 		return -EFAULT;
-	*t = *in;
 	*out = t;
 	return 0;
 }
@@ -191,13 +190,14 @@ int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 	struct shim_ctx *c;
 	struct shim_hazard *held;
 	int saved = errno, ret, cs;
+	uint32_t key;
 
 	/* The kernel no longer fills evt: the event always comes through
 	 * the ring. It first reads aio_key, which submit set to 0. */
 	(void)evt;
-	if (!shim__user_ptr_ok(iocb, sizeof(*iocb)))
+	if (shim__user_copy(&key, &iocb->aio_key, sizeof(key), false))
 		return -EFAULT;
-	if (iocb->aio_key != 0)
+	if (key != 0)
 		return -EINVAL;
 	c = shim__get(ctx, &held);
 	if (!c)

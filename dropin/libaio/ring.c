@@ -40,6 +40,7 @@
 #include "monoclock.h"
 #include "resfd.h"
 #include "ring.h"
+#include "usercopy.h"
 #include "usermem.h"
 #include "wake.h"
 
@@ -212,7 +213,10 @@ void shim__complete(void *arg, const struct fsaio_event *ev)
 	shim__deliver(arg, ev, 1);
 }
 
-/* Copy up to nr events out of the ring, reap_lock held. */
+/* Copy up to nr events out of the ring into the caller's out, reap_lock
+ * held: how many, or -EFAULT with none taken when out cannot be written
+ * (the kernel's aio_read_events_ring moves the head only after its copies
+ * succeed). */
 static long reap(struct shim_ctx *c, long nr, struct io_event *out)
 {
 	struct shim_ring *r = c->ring;
@@ -225,7 +229,8 @@ static long reap(struct shim_ctx *c, long nr, struct io_event *out)
 
 		if ((long)run > nr - got)
 			run = (uint32_t)(nr - got);
-		memcpy(out + got, &r->io_events[head], run * sizeof(*out));
+		if (fsaio__copy_user(out + got, &r->io_events[head], run * sizeof(*out)))
+			return -EFAULT;
 		got += run;
 		head = (head + run) % r->nr;
 	}
@@ -333,16 +338,23 @@ static int wait_efd(int efd, int64_t deadline, const sigset_t *mask)
 }
 
 /* The kernel's checks of io_getevents' arguments, in its order: the
- * timeout and the signal mask readable (get_timespec64() first), then
- * min_nr. 0 and *tmo (timeout_ns: < 0 none), -EFAULT or -EINVAL. */
+ * timeout and the signal mask copied in (get_timespec64() first), then
+ * min_nr. 0, *tmo (timeout_ns: < 0 none) and *sigmask pointing at the copy
+ * in mask; or -EFAULT or -EINVAL. */
 static int getevents_args(long min_nr, long nr, const struct timespec *timeout,
-			  const sigset_t *sigmask, int64_t *tmo)
+			  const sigset_t **sigmask, sigset_t *mask, int64_t *tmo)
 {
-	if (timeout && !shim__user_ptr_ok(timeout, sizeof(*timeout)))
+	struct timespec t;
+
+	if (timeout && shim__user_copy(&t, timeout, sizeof(t), false))
 		return -EFAULT;
-	if (sigmask && !shim__user_ptr_ok(sigmask, _NSIG / 8))
-		return -EFAULT;
-	*tmo = timeout_ns(timeout);
+	if (*sigmask) {
+		sigemptyset(mask);
+		if (shim__user_copy(mask, *sigmask, _NSIG / 8, false))
+			return -EFAULT;
+		*sigmask = mask;
+	}
+	*tmo = timeout_ns(timeout ? &t : NULL);
 	if (min_nr < 0 || min_nr > nr)
 		return -EINVAL;
 	return 0;
@@ -354,13 +366,18 @@ static int getevents_args(long min_nr, long nr, const struct timespec *timeout,
 static bool collect(struct shim_ctx *c, long nr, struct io_event *events, bool events_ok,
 		    long *got)
 {
-	if (!events_ok && nr > 0 && !ring_empty(c)) {
+	long n = -EFAULT;
+
+	if (events_ok)
+		n = reap_locked(c, nr - *got, events + *got);
+	else if (nr <= 0 || ring_empty(c))
+		n = 0;
+	if (n < 0) {
 		if (!*got)
-			*got = -EFAULT;
+			*got = n;
 		return false;
 	}
-	if (events_ok)
-		*got += reap_locked(c, nr - *got, events + *got);
+	*got += n;
 	return true;
 }
 
@@ -416,6 +433,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 		     const struct timespec *timeout, const sigset_t *sigmask)
 {
 	int64_t tmo, deadline;
+	sigset_t mask;
 	long got = 0;
 	int efd = -1, ret;
 	bool polled = false, harvested = false;
@@ -423,7 +441,7 @@ long shim__getevents(struct shim_ctx *c, long min_nr, long nr, struct io_event *
 	 * kernel's copy_to_user faults once it has an event to copy. */
 	bool events_ok = events && shim__user_ptr_ok(events, sizeof(*events));
 
-	ret = getevents_args(min_nr, nr, timeout, sigmask, &tmo);
+	ret = getevents_args(min_nr, nr, timeout, &sigmask, &mask, &tmo);
 	if (ret)
 		return ret;
 	deadline = tmo < 0 ? INT64_MAX : fsaio__mono_ns() + tmo;

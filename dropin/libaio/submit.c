@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "decode.h"
 #include "dropin.h"
@@ -35,6 +34,12 @@
 
 /* As many as the engine attempts in one system call (rw_batch.h). */
 #define BATCH 64
+
+/* Write an iocb's aio_key in the caller's memory: 0 or -EFAULT. */
+static int put_key(struct iocb *ucb, uint32_t key)
+{
+	return shim__user_copy(&ucb->aio_key, &key, sizeof(key), true);
+}
 
 /* Judge iocb cb (the copy of ucb, its head already judged) and fill slot s
  * for it (taken by the caller, who gives it back if this fails). */
@@ -54,12 +59,14 @@ static int prepare(struct shim_ctx *c, struct iocb *ucb, struct iocb cb, struct 
 		shim__decode_fail(&cb, ret, &fd_bad);
 		return fd_bad ? -EBADF : ret;
 	}
-	ucb->aio_key = 0;
+	/* put_user() of aio_key: a read-only iocb is EFAULT here. */
+	if (put_key(ucb, 0))
+		return -EFAULT;
 	ret = shim__decode_op(s, &cb);
 	if (ret) {
 		ret = shim__decode_fail(&cb, ret, &fd_bad);
 		if (fd_bad)
-			ucb->aio_key = cb.aio_key;
+			put_key(ucb, cb.aio_key);
 		return ret;
 	}
 	s->old_key = cb.aio_key;
@@ -109,18 +116,13 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 		while (k < want) {
 			struct iocb *ucb, cb;
 
-			/* get_user() of each entry, as the kernel reads them. */
-			if (!shim__user_ptr_ok(&ios[done + k], sizeof(*ios))) {
+			/* get_user() of each entry, as the kernel reads them,
+			 * then copy_from_user() of the iocb. */
+			if (shim__user_copy(&ucb, &ios[done + k], sizeof(ucb), false) ||
+			    shim__user_copy(&cb, ucb, sizeof(cb), false)) {
 				ret = -EFAULT;
 				break;
 			}
-			ucb = ios[done + k];
-			/* copy_from_user() of the iocb. */
-			if (!shim__user_ptr_ok(ucb, sizeof(*ucb))) {
-				ret = -EFAULT;
-				break;
-			}
-			memcpy(&cb, ucb, sizeof(cb));
 			failed = ucb;
 			failed_key = cb.aio_key;
 			ret = shim__decode_head(&cb);
@@ -168,10 +170,10 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 			if (fd_bad)
 				ret = -EBADF;
 			if (i > off || fd_bad)
-				ucb->aio_key = slots[i]->old_key;
+				put_key(ucb, slots[i]->old_key);
 		}
 		if (off < k && failed)
-			failed->aio_key = failed_key;
+			put_key(failed, failed_key);
 		/* The refused requests' slots and those never used. */
 		give_back(c, slots + off, have - off);
 		done += off;

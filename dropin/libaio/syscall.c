@@ -67,8 +67,9 @@ static long pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *
 		       struct timespec *timeout, const struct aio_sigset *usig)
 {
 	struct aio_sigset ss = { NULL, 0 };
+	struct timespec t;
 
-	if (timeout && !shim__user_ptr_ok(timeout, sizeof(*timeout)))
+	if (timeout && shim__user_copy(&t, timeout, sizeof(t), false))
 		return -EFAULT;
 	if (usig && shim__user_copy(&ss, usig, sizeof(ss), false))
 		return -EFAULT;

@@ -3,7 +3,8 @@
  * DESIGN: the caller's memory, as the kernel's access_ok() and
  * copy_{from,to}_user() see it: a pointer outside the user address range
  * is EFAULT by its value alone, and a copy from or to the caller's memory
- * answers EFAULT instead of faulting.
+ * answers EFAULT instead of faulting (the engine's fault-safe copy,
+ * lib/base/usercopy.c).
  *
  * The highest user address plus one is learnt once, at load, by asking for
  * a page above the 4-level limit: a kernel with 5-level paging grants it
@@ -11,13 +12,11 @@
  * Written once by the constructor, read by any thread after.
  */
 #include <errno.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include "self.h"
+#include "usercopy.h"
 #include "usermem.h"
 
 /* A range [addr, addr + len) is the caller's when addr + len <= limit. */
@@ -61,24 +60,12 @@ bool shim__user_ptr_ok(const void *p, uint64_t len)
 	return (uintptr_t)p >= 4096 && shim__user_ok(p, len);
 }
 
-/* The kernel answers EFAULT for a bad ctxp or iovec array, and so must we.
- * process_vm_* on ourselves needs no privilege; where a sandbox forbids
- * it, fall back to plain access. */
+/* Copy from or to the caller's memory: a pointer outside the user range by
+ * its value, then the fault-safe copy (usercopy.h) for one that is not
+ * mapped as the copy needs. */
 int shim__user_copy(void *dst, const void *src, size_t n, bool to_user)
 {
-	struct iovec local = { to_user ? (void *)src : dst, n };
-	struct iovec remote = { to_user ? dst : (void *)src, n };
-	ssize_t r;
-
-	if (!(to_user ? dst : src))
+	if (!shim__user_ptr_ok(to_user ? dst : src, n))
 		return -EFAULT;
-	r = to_user ? process_vm_writev(shim__self_pid(), &local, 1, &remote, 1, 0)
-		    : process_vm_readv(shim__self_pid(), &local, 1, &remote, 1, 0);
-	if (r == (ssize_t)n)
-		return 0;
-	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
-		memcpy(dst, src, n);
-		return 0;
-	}
-	return -EFAULT;
+	return fsaio__copy_user(dst, src, n);
 }
