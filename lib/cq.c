@@ -36,6 +36,7 @@
 #include "dropin.h"
 #include "parts.h"
 #include "req.h"
+#include "usercopy.h"
 
 int fsaio__cq_init(struct fsaio__cq *cq, unsigned depth,
 		   void (*complete_cb)(void *, const struct fsaio_event *), void *complete_arg)
@@ -183,14 +184,21 @@ void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 	}
 }
 
-unsigned fsaio__cq_take(struct fsaio__cq *cq, unsigned nr, struct fsaio_event *out)
+int fsaio__cq_take(struct fsaio__cq *cq, unsigned nr, struct fsaio_event *out)
 {
-	unsigned k = cq->count < nr ? cq->count : nr;
+	unsigned k = cq->count < nr ? cq->count : nr, head = cq->head;
 
-	for (unsigned i = 0; i < k; i++) {
-		out[i] = cq->ring[cq->head];
-		cq->head = (cq->head + 1) % cq->size;
+	/* In at most two runs (the queue wraps), into the caller's memory:
+	 * the events are taken only when all are copied. */
+	for (unsigned i = 0; i < k;) {
+		unsigned run = cq->size - head < k - i ? cq->size - head : k - i;
+
+		if (fsaio__copy_user(out + i, &cq->ring[head], run * sizeof(*out)))
+			return -EFAULT;
+		i += run;
+		head = (head + run) % cq->size;
 	}
+	cq->head = head;
 	cq->count -= k;
 	if (!cq->count && cq->efd_set) {
 		efd_drain(cq->efd);
@@ -198,7 +206,7 @@ unsigned fsaio__cq_take(struct fsaio__cq *cq, unsigned nr, struct fsaio_event *o
 	}
 	if (k)
 		atomic_fetch_sub_explicit(cq->in_flight, k, memory_order_release);
-	return k;
+	return (int)k;
 }
 
 /* The eventfd, created on first use; *created says this call made it. The

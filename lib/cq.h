@@ -52,8 +52,9 @@ void fsaio__post(struct fsaio__cq *cq, const struct fsaio_event *ev, unsigned n)
 void fsaio__complete(struct fsaio_ctx *ctx, struct fsaio_req *req, int64_t res,
 		     struct fsaio__batch *b);
 void fsaio__batch_flush(struct fsaio_ctx *ctx, struct fsaio__batch *b);
-/* Move up to nr events out, cq->lock held: how many. */
-unsigned fsaio__cq_take(struct fsaio__cq *cq, unsigned nr, struct fsaio_event *out);
+/* Move up to nr events out to the caller's out, cq->lock held: how many,
+ * or -EFAULT with none taken when out cannot be written. */
+int fsaio__cq_take(struct fsaio__cq *cq, unsigned nr, struct fsaio_event *out);
 int fsaio__cq_efd(struct fsaio__cq *cq, bool *created);
 
 #endif /* FSAIO_CQ_H */

@@ -31,6 +31,7 @@
 #include "readahead.h"
 #include "req.h"
 #include "uring.h"
+#include "usercopy.h"
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -140,17 +141,21 @@ static unsigned env_uint(const char *name, unsigned dflt, unsigned max)
 #define DEFAULT_WORKERS 32
 #define MAX_WORKERS 1024
 
-static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
+static int ctx_destroy_body(fsaio_ctx_t *ctx);
+
+/* p and *ctxp are the caller's memory: copied in and out, -EFAULT when
+ * they cannot be (a context made for an unwritable ctxp is destroyed). */
+static int ctx_create_body(const struct fsaio_params *up, fsaio_ctx_t **ctxp)
 {
-	struct fsaio_params dflt = { 0 };
+	struct fsaio_params params = { 0 }, *p = &params;
 	struct fsaio_ctx *ctx;
 	int saved = errno, ret;
 	unsigned i;
 
-	if (!ctxp)
+	if (!ctxp || fsaio__user_rw_ok(ctxp, sizeof(*ctxp)))
 		return -EFAULT;
-	if (!p)
-		p = &dflt;
+	if (up && fsaio__copy_user(&params, up, sizeof(params)))
+		return -EFAULT;
 	for (i = 0; i < sizeof(p->reserved) / sizeof(p->reserved[0]); i++)
 		if (p->reserved[i])
 			return -EINVAL;
@@ -201,7 +206,11 @@ static int ctx_create_body(const struct fsaio_params *p, fsaio_ctx_t **ctxp)
 	fsaio__ra_init(&ctx->ra, p->flags & FSAIO_CTX_NO_READAHEAD, &ctx->st, &ctx->fdt,
 		       ra_queue_job, ra_pool_full, ctx);
 	fsaio__rw_batch_init(&ctx->rwb, &ctx->st);
-	*ctxp = ctx;
+	if (fsaio__copy_user(ctxp, &ctx, sizeof(ctx))) {
+		ctx_destroy_body(ctx);
+		errno = saved;
+		return -EFAULT;
+	}
 	errno = saved;
 	return 0;
 

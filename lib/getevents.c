@@ -24,6 +24,7 @@
 #include "ctx.h"
 #include "dropin.h"
 #include "req.h"
+#include "usercopy.h"
 
 /* now + timeout on the monotonic clock, saturating: a timeout too large to
  * add is a wait without end, as the kernel treats it. */
@@ -71,19 +72,22 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 			  struct fsaio_event *events, const struct timespec *timeout)
 {
 	struct fsaio__cq *cq;
+	struct timespec t;
 	int64_t deadline = INT64_MAX;
 	unsigned got = 0;
 	bool polled = false;
-	int saved = errno;
+	int saved = errno, n;
 
 	if (!fsaio__ctx_ok(ctx) || min_nr > nr)
 		return -EINVAL;
 	if (nr && !events)
 		return -EFAULT;
 	if (timeout) {
-		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000)
+		if (fsaio__copy_user(&t, timeout, sizeof(t)))
+			return -EFAULT;
+		if (t.tv_sec < 0 || t.tv_nsec < 0 || t.tv_nsec >= 1000000000)
 			return -EINVAL;
-		deadline = deadline_after(timeout);
+		deadline = deadline_after(&t);
 	}
 	fsaio__uring_back(&ctx->uring);
 	cq = &ctx->cq;
@@ -93,7 +97,10 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 		bool expired;
 		int r;
 
-		got += fsaio__cq_take(cq, nr - got, events + got);
+		n = fsaio__cq_take(cq, nr - got, events + got);
+		if (n < 0)
+			break;
+		got += (unsigned)n;
 		if (got >= min_nr || got == nr)
 			break;
 		/* A timeout that has passed still gets one look at the ring. */
@@ -110,17 +117,18 @@ static int getevents_body(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,
 		/* A signal ends the wait, as it ends io_getevents: what was
 		 * collected is returned, and -EINTR only when that is nothing. */
 		if (r == -EINTR) {
-			got += fsaio__cq_take(cq, nr - got, events + got);
-			if (got)
-				break;
-			pthread_mutex_unlock(&cq->lock);
-			errno = saved;
-			return -EINTR;
+			n = fsaio__cq_take(cq, nr - got, events + got);
+			if (n > 0)
+				got += (unsigned)n;
+			else if (!n)
+				n = -EINTR;
+			break;
 		}
 	}
 	pthread_mutex_unlock(&cq->lock);
 	errno = saved;
-	return (int)got;
+	/* What was collected; else a fault writing events, or the signal. */
+	return got ? (int)got : n < 0 ? n : 0;
 }
 
 FSAIO__API int fsaio_getevents(fsaio_ctx_t *ctx, unsigned min_nr, unsigned nr,

@@ -11,20 +11,24 @@
 #include "ctx.h"
 #include "pool.h"
 #include "req.h"
+#include "usercopy.h"
 
 /* The public struct keeps its size when counters take reserved room. */
 _Static_assert(sizeof(struct fsaio_stats) == 32 * sizeof(uint64_t), "fsaio_stats size is ABI");
 
 #define LOAD(f) atomic_load_explicit(&ctx->st.f, memory_order_relaxed)
 
-FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
+/* Filled here, then copied to the caller's: -EFAULT where it cannot be
+ * written. */
+FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *out)
 {
+	struct fsaio_stats mine, *st = &mine;
 	unsigned threads;
 	uint64_t accepted;
 
 	if (!fsaio__ctx_ok(ctx))
 		return -EINVAL;
-	if (!st)
+	if (!out)
 		return -EFAULT;
 	memset(st, 0, sizeof(*st));
 	st->requests = LOAD(requests);
@@ -53,5 +57,5 @@ FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *st)
 	st->pool_queue_len = fsaio__pool_snapshot(&ctx->pool, &threads, &accepted);
 	st->queued = accepted;
 	st->pool_threads = threads;
-	return 0;
+	return fsaio__copy_user(out, st, sizeof(*st));
 }

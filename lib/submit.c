@@ -26,6 +26,7 @@
 #include "pool.h"
 #include "req.h"
 #include "uring.h"
+#include "usercopy.h"
 
 #ifndef RWF_NOAPPEND
 #define RWF_NOAPPEND 0x00000020
@@ -53,6 +54,27 @@ static int kernel_refuses(const struct fsaio_req *r, struct fsaio__fdinfo fi)
 	return 0;
 }
 
+/* The bytes of the caller's iovec array iov[cnt], read as the kernel's
+ * import_iovec reads it: -EFAULT when it cannot be read, -EINVAL when the
+ * lengths add up past SSIZE_MAX. */
+static int iov_total(const struct iovec *iov, uint64_t cnt, uint64_t *total)
+{
+	struct iovec chunk[32];
+
+	for (uint64_t at = 0; at < cnt; at += 32) {
+		unsigned n = cnt - at < 32 ? (unsigned)(cnt - at) : 32;
+
+		if (fsaio__copy_user(chunk, iov + at, n * sizeof(*chunk)))
+			return -EFAULT;
+		for (unsigned i = 0; i < n; i++) {
+			if (chunk[i].iov_len > (size_t)SSIZE_MAX - *total)
+				return -EINVAL;
+			*total += chunk[i].iov_len;
+		}
+	}
+	return 0;
+}
+
 static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fdinfo *fi)
 {
 	uint64_t total = 0;
@@ -75,11 +97,9 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 				return -EINVAL;
 			if (r->len && !r->iov)
 				return -EFAULT;
-			for (uint64_t i = 0; i < r->len; i++) {
-				if (r->iov[i].iov_len > (size_t)SSIZE_MAX - total)
-					return -EINVAL;
-				total += r->iov[i].iov_len;
-			}
+			ret = iov_total(r->iov, r->len, &total);
+			if (ret)
+				return ret;
 		} else {
 			if (r->len > SSIZE_MAX)
 				return -EINVAL;
@@ -212,6 +232,25 @@ static unsigned start_run(struct fsaio_ctx *ctx, struct run *run, struct fsaio__
 	return i;
 }
 
+/* The i-th request of a call. From a program (user), its pointer and the
+ * request itself are the caller's memory, read as the kernel reads an
+ * iocb: a pointer that cannot be read, or a request that cannot be read
+ * and written (the engine keeps its state in it), is -EFAULT. A drop-in's
+ * requests are its own. */
+static int take_req(struct fsaio_req **reqs, unsigned i, bool user, struct fsaio_req **out)
+{
+	struct fsaio_req *r;
+
+	if (!user)
+		r = reqs[i];
+	else if (fsaio__copy_user(&r, &reqs[i], sizeof(r)))
+		return -EFAULT;
+	if (!r || (user && fsaio__user_rw_ok(r, sizeof(*r))))
+		return -EFAULT;
+	*out = r;
+	return 0;
+}
+
 /* cs: FSAIO__CS_LAZY when the caller's cancellation is still enabled and
  * is to be disabled only before a step that may reach a cancellation point
  * (nocancel.h), or any other value when the caller disabled it. flush:
@@ -225,7 +264,7 @@ static unsigned start_run(struct fsaio_ctx *ctx, struct run *run, struct fsaio__
  * starts the run: the attempts of a call's cached reads cost one system
  * call, and nothing of the call starts out of order. */
 static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, int cs,
-		       bool flush, bool alone)
+		       bool flush, bool alone, bool user)
 {
 	struct fsaio__batch b;
 	struct run run;
@@ -245,14 +284,13 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 	b.has_first = false;
 	run.n = 0;
 	for (i = 0; i < nr; i++) {
-		struct fsaio_req *r = reqs[i];
+		struct fsaio_req *r;
 		const struct fsaio__method *m;
 		struct fsaio__fdinfo fi;
 
-		if (!r) {
-			ret = -EFAULT;
+		ret = take_req(reqs, i, user, &r);
+		if (ret)
 			break;
-		}
 		ret = validate(ctx, r, &fi);
 		if (!ret && !reserve(ctx))
 			ret = -EAGAIN;
@@ -312,13 +350,13 @@ static int submit_body(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, i
 
 FSAIO__API int fsaio_submit(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr)
 {
-	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE, true, nr == 1));
+	return FSAIO__NOCANCEL(submit_body(ctx, reqs, nr, PTHREAD_CANCEL_DISABLE, true, nr == 1, true));
 }
 
 /* The drop-ins' way in (dropin.h). */
 int fsaio__submit_batch(fsaio_ctx_t *ctx, struct fsaio_req **reqs, unsigned nr, bool alone)
 {
-	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY, false, alone);
+	return submit_body(ctx, reqs, nr, FSAIO__CS_LAZY, false, alone, false);
 }
 
 void fsaio__submit_end(fsaio_ctx_t *ctx)
@@ -378,11 +416,15 @@ static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)
 	const struct fsaio__method *m;
 	int saved = errno, ret;
 
+	void *owner;
+
 	if (!fsaio__ctx_ok(ctx))
 		return -EINVAL;
-	if (!req)
+	/* A request of ctx was read and written at submit: one that cannot
+	 * be read is none of its own. */
+	if (!req || fsaio__copy_user(&owner, &req->ctx_, sizeof(owner)))
 		return -EFAULT;
-	if (req->ctx_ != ctx)
+	if (owner != ctx)
 		return -EINVAL;
 	switch (fsaio__state_get(req)) {
 	case FSAIO__QUEUED:

@@ -18,6 +18,17 @@
 #include "counters.h"
 #include "req.h"
 #include "rw.h"
+#include "usercopy.h"
+
+/* A caller's iovec array that can no longer be read: one entry the kernel
+ * refuses by its address (above user space), so that whoever passes it on
+ * gets -EFAULT from the kernel, as for the array itself. */
+static int unreadable(struct iovec *tmp)
+{
+	tmp[0].iov_base = (void *)(uintptr_t)-4096;
+	tmp[0].iov_len = 1;
+	return 1;
+}
 
 int fsaio__iov_rest(const struct fsaio_req *r, struct iovec *tmp, int cap,
 		    const struct iovec **out)
@@ -38,16 +49,35 @@ int fsaio__iov_rest(const struct fsaio_req *r, struct iovec *tmp, int cap,
 		*out = iov;
 		return cnt;
 	}
-	for (i = 0; i < cnt && skip >= iov[i].iov_len; i++)
-		skip -= iov[i].iov_len;
-	n = cnt - i < cap ? cnt - i : cap;
-	memcpy(tmp, iov + i, (size_t)n * sizeof(*tmp));
-	if (n) {
+	/* The caller's array, read in chunks of tmp with the fault-safe copy:
+	 * skip the entries done, keep the first one not done and up to cap
+	 * after it. */
+	*out = tmp;
+	for (i = 0, n = 0; i < cnt; i += n) {
+		int j;
+
+		n = cnt - i < cap ? cnt - i : cap;
+		if (fsaio__copy_user(tmp, iov + i, (size_t)n * sizeof(*tmp)))
+			return unreadable(tmp);
+		for (j = 0; j < n && skip >= tmp[j].iov_len; j++)
+			skip -= tmp[j].iov_len;
+		if (j == n)
+			continue;
+		memmove(tmp, tmp + j, (size_t)(n - j) * sizeof(*tmp));
+		i += j;
+		n -= j;
+		if (cnt - i > n && n < cap) {
+			int more = cnt - i - n < cap - n ? cnt - i - n : cap - n;
+
+			if (fsaio__copy_user(tmp + n, iov + i + n, (size_t)more * sizeof(*tmp)))
+				return unreadable(tmp);
+			n += more;
+		}
 		tmp[0].iov_base = (char *)tmp[0].iov_base + skip;
 		tmp[0].iov_len -= (size_t)skip;
+		return n;
 	}
-	*out = tmp;
-	return n;
+	return 0;
 }
 
 ssize_t fsaio__rw_once(const struct fsaio_req *r, struct iovec *tmp, int cap, int flags)
