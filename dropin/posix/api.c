@@ -9,6 +9,11 @@
  * aiocb64, which on x86-64 is struct aiocb (px.h checks it).
  *
  * errno: set on failure as POSIX says; left as it was on success. The
+ * caller's aiocbs, lists, sigevent and timeout are read with the engine's
+ * fault-safe copy first: one that cannot be read (or an aiocb that cannot
+ * be written: its status is kept in it) is EFAULT and nothing of the call
+ * is started, where glibc would crash. An aiocb must stay mapped until its
+ * status has been read, as POSIX says. The
  * cancellation points are aio_suspend and lio_listio(LIO_WAIT)'s wait,
  * both cancellable while they sleep (wait.c); submitting runs with
  * cancellation disabled, as the engine's calls do.
@@ -25,6 +30,7 @@
 #include "notify.h"
 #include "start.h"
 #include "symver.h"
+#include "usercopy.h"
 #include "wait.h"
 
 #define PX_EXPORT(name, type, args) \
@@ -36,6 +42,34 @@ static int fail(int e)
 {
 	errno = e;
 	return -1;
+}
+
+/* An aiocb the call may read (its fields, its status). */
+static bool cb_readable(const struct aiocb *cb)
+{
+	struct aiocb copy;
+
+	return !fsaio__copy_user(&copy, cb, sizeof(copy));
+}
+
+/* An aiocb a request may be made for: the engine writes its status. */
+static bool cb_usable(struct aiocb *cb)
+{
+	return !fsaio__user_rw_ok(cb, sizeof(*cb));
+}
+
+/* A list of nent aiocb pointers, each NULL or usable (or, !rw, readable). */
+static bool list_ok(const struct aiocb *const list[], int nent, bool rw)
+{
+	for (int i = 0; i < nent; i++) {
+		struct aiocb *cb;
+
+		if (fsaio__copy_user(&cb, &list[i], sizeof(cb)))
+			return false;
+		if (cb && !(rw ? cb_usable(cb) : cb_readable(cb)))
+			return false;
+	}
+	return true;
 }
 
 /* glibc refuses a priority outside [0, AIO_PRIO_DELTA_MAX] at submit,
@@ -87,6 +121,8 @@ static int rw(struct aiocb *cb, int kind)
 {
 	int saved = errno, cs, ret;
 
+	if (!cb_usable(cb))
+		return fail(EFAULT);
 	if (is_read(cb, kind) && px__reads_now(&cb, 1)) {
 		errno = saved;
 		return 0;
@@ -111,6 +147,8 @@ static int do_fsync(int op, struct aiocb *cb)
 
 	if (op != O_SYNC && op != O_DSYNC)
 		return fail(EINVAL);
+	if (!cb_usable(cb))
+		return fail(EFAULT);
 	/* glibc checks the descriptor here, not in the request. */
 	if (fcntl(cb->aio_fildes, F_GETFL) == -1)
 		return fail(EBADF);
@@ -126,11 +164,18 @@ static int error_of(const struct aiocb *cb)
 	return atomic_load_explicit((_Atomic int *)&cb->__error_code, memory_order_acquire);
 }
 
-PX_EXPORT(aio_error, int, (const struct aiocb *cb)) { return error_of(cb); }
-PX_EXPORT(aio_error64, int, (const struct aiocb64 *cb)) { return error_of((const struct aiocb *)cb); }
+static int status_of(const struct aiocb *cb)
+{
+	return cb_readable(cb) ? error_of(cb) : fail(EFAULT);
+}
+
+PX_EXPORT(aio_error, int, (const struct aiocb *cb)) { return status_of(cb); }
+PX_EXPORT(aio_error64, int, (const struct aiocb64 *cb)) { return status_of((const struct aiocb *)cb); }
 
 static ssize_t return_of(struct aiocb *cb)
 {
+	if (!cb_readable(cb))
+		return fail(EFAULT);
 	(void)error_of(cb);     /* acquire: the value written before the status */
 	return cb->__return_value;
 }
@@ -144,6 +189,8 @@ static int cancel(int fd, struct aiocb *cb)
 
 	if (fcntl(fd, F_GETFL) == -1)
 		return fail(EBADF);
+	if (cb && !cb_readable(cb))
+		return fail(EFAULT);
 	if (cb && cb->aio_fildes != fd)
 		return fail(EINVAL);
 	cs = fsaio__nocancel_begin();
@@ -209,20 +256,24 @@ static bool suspend_done(void *arg)
 
 static int suspend(const struct aiocb *const list[], int nent, const struct timespec *timeout)
 {
-	struct timespec dl;
+	struct timespec dl, t;
 	int saved = errno, ret;
 
 	if (nent < 0)
 		return fail(EINVAL);
 	pthread_testcancel();
+	if (!list_ok(list, nent, false))
+		return fail(EFAULT);
 	if (suspend_at_once(list, nent)) {
 		errno = saved;
 		return 0;
 	}
 	if (timeout) {
-		if (timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L || timeout->tv_sec < 0)
+		if (fsaio__copy_user(&t, timeout, sizeof(t)))
+			return fail(EFAULT);
+		if (t.tv_nsec < 0 || t.tv_nsec >= 1000000000L || t.tv_sec < 0)
 			return fail(EINVAL);
-		deadline_after(timeout, &dl);
+		deadline_after(&t, &dl);
 	}
 	ret = px__wait_until(suspend_done, &(struct suspend_list){ list, nent },
 			     timeout ? &dl : NULL);
@@ -308,16 +359,20 @@ static int lio(int mode, struct aiocb *const list[], int nent, struct sigevent *
 	unsigned k = 0;         /* the next read's place in that run */
 	bool last;
 
+	struct sigevent sev = { .sigev_notify = SIGEV_NONE };
+
 	if (mode != LIO_WAIT && mode != LIO_NOWAIT)
 		return fail(EINVAL);
+	if (nent > 0 && !list_ok((const struct aiocb *const *)list, nent, true))
+		return fail(EFAULT);
+	if (mode == LIO_NOWAIT && sig && fsaio__copy_user(&sev, sig, sizeof(sev)))
+		return fail(EFAULT);
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return fail(EAGAIN);
 	atomic_init(&g->pending, 1);
 	atomic_init(&g->refs, mode == LIO_WAIT ? 2 : 1);
-	g->sev.sigev_notify = SIGEV_NONE;
-	if (mode == LIO_NOWAIT && sig)
-		g->sev = *sig;
+	g->sev = sev;
 	if (px__sev_signals(&g->sev))
 		g->pid = getpid();
 
@@ -405,11 +460,16 @@ int px_lio_listio64_old(int mode, struct aiocb64 *const list[], int nent, struct
 
 /* glibc's tuning: aio_threads bounds its helper threads; here it bounds the
  * engine's workers, if given before the first request. */
-static void init(const struct aioinit *in)
+static void init(const struct aioinit *uin)
 {
-	if (in && in->aio_threads > 0) {
+	struct aioinit in;
+
+	/* It returns nothing: an init that cannot be read is ignored. */
+	if (!uin || fsaio__copy_user(&in, uin, sizeof(in)))
+		return;
+	if (in.aio_threads > 0) {
 		px__init();
-		px__set_workers((unsigned)in->aio_threads);
+		px__set_workers((unsigned)in.aio_threads);
 	}
 }
 
