@@ -93,6 +93,14 @@ Test(usercopy, unmapped_none_and_read_only_pages)
 	cr_assert_eq(fsaio__copy_user(buf, none + PAGE - 8, 16), -EFAULT);
 	cr_assert_eq(fsaio__copy_user(ro + PAGE - 8, buf, 16), -EFAULT);
 	cr_assert_eq(fsaio__copy_user(buf, ro + PAGE - 8, 16), 0);
+	/* The same for a copy long enough to go another way (rep movsb). */
+	char big[2 * PAGE];
+
+	cr_assert_eq(fsaio__copy_user(big, gone, PAGE), 0);
+	cr_assert_eq(fsaio__copy_user(big, gone + 3, PAGE), -EFAULT);
+	cr_assert_eq(fsaio__copy_user(big, none + PAGE - 600, 1200), -EFAULT);
+	cr_assert_eq(fsaio__copy_user(ro + PAGE - 600, big, 1200), -EFAULT);
+	cr_assert_eq(fsaio__copy_user(big, ro + 5, PAGE + 100), 0);
 }
 
 Test(usercopy, rw_ok_touches_every_page)
