@@ -243,7 +243,7 @@ static int take_req(struct fsaio_req **reqs, unsigned i, bool user, struct fsaio
 
 	if (!user)
 		r = reqs[i];
-	else if (fsaio__copy_user(&r, &reqs[i], sizeof(r)))
+	else if (fsaio__copy_user(&r, FSAIO__USER_AT(reqs, i * sizeof(*reqs)), sizeof(r)))
 		return -EFAULT;
 	if (!r || (user && fsaio__user_rw_ok(r, sizeof(*r))))
 		return -EFAULT;
@@ -422,7 +422,7 @@ static int cancel_body(fsaio_ctx_t *ctx, struct fsaio_req *req)
 		return -EINVAL;
 	/* A request of ctx was read and written at submit: one that cannot
 	 * be read is none of its own. */
-	if (!req || fsaio__copy_user(&owner, &req->ctx_, sizeof(owner)))
+	if (!req || fsaio__copy_user(&owner, FSAIO__USER_AT(req, offsetof(struct fsaio_req, ctx_)), sizeof(owner)))
 		return -EFAULT;
 	if (owner != ctx)
 		return -EINVAL;

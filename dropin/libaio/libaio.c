@@ -36,6 +36,7 @@
 #include "ring.h"
 #include "submit.h"
 #include "symver.h"
+#include "usercopy.h"
 #include "usermem.h"
 
 
@@ -195,7 +196,7 @@ int shim__io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)
 	/* The kernel no longer fills evt: the event always comes through
 	 * the ring. It first reads aio_key, which submit set to 0. */
 	(void)evt;
-	if (shim__user_copy(&key, &iocb->aio_key, sizeof(key), false))
+	if (shim__user_copy(&key, FSAIO__USER_AT(iocb, offsetof(struct iocb, aio_key)), sizeof(key), false))
 		return -EFAULT;
 	if (key != 0)
 		return -EINVAL;

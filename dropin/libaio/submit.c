@@ -22,6 +22,7 @@
  * io_submit returns, as with the kernel.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -30,6 +31,7 @@
 #include "ring.h"
 #include "self.h"
 #include "submit.h"
+#include "usercopy.h"
 #include "usermem.h"
 
 /* As many as the engine attempts in one system call (rw_batch.h). */
@@ -38,7 +40,7 @@
 /* Write an iocb's aio_key in the caller's memory: 0 or -EFAULT. */
 static int put_key(struct iocb *ucb, uint32_t key)
 {
-	return shim__user_copy(&ucb->aio_key, &key, sizeof(key), true);
+	return shim__user_copy(FSAIO__USER_AT(ucb, offsetof(struct iocb, aio_key)), &key, sizeof(key), true);
 }
 
 /* Judge iocb cb (the copy of ucb, its head already judged) and fill slot s
@@ -118,7 +120,7 @@ long shim__submit(struct shim_ctx *c, long nr, struct iocb **ios)
 
 			/* get_user() of each entry, as the kernel reads them,
 			 * then copy_from_user() of the iocb. */
-			if (shim__user_copy(&ucb, &ios[done + k], sizeof(ucb), false) ||
+			if (shim__user_copy(&ucb, FSAIO__USER_AT(ios, (done + k) * sizeof(*ios)), sizeof(ucb), false) ||
 			    shim__user_copy(&cb, ucb, sizeof(cb), false)) {
 				ret = -EFAULT;
 				break;

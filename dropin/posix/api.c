@@ -64,7 +64,7 @@ static bool list_ok(const struct aiocb *const list[], int nent, bool rw)
 	for (int i = 0; i < nent; i++) {
 		struct aiocb *cb;
 
-		if (fsaio__copy_user(&cb, &list[i], sizeof(cb)))
+		if (fsaio__copy_user(&cb, FSAIO__USER_AT(list, i * sizeof(*list)), sizeof(cb)))
 			return false;
 		if (cb && !(rw ? cb_usable(cb) : cb_readable(cb)))
 			return false;

@@ -9,6 +9,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/* The address off bytes into the caller's object at p, computed as an
+ * integer: p may be any value, where pointer arithmetic on it could
+ * overflow. */
+#define FSAIO__USER_AT(p, off) ((void *)((uintptr_t)(p) + (uintptr_t)(off)))
 
 /* Copy n bytes from src to dst, either of which may be the caller's:
  * 0, or -EFAULT when a byte of either could not be read or written (the
