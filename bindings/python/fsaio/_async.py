@@ -1,14 +1,22 @@
 # SPDX-License-Identifier: MIT
 """AsyncContext: the asyncio API.
 
-Each call submits its request at once and returns an asyncio.Future. A
-cache hit completes inside fsaio_submit, in the calling thread: its
-future is done when the call returns, and awaiting it does not even go
-back to the event loop. A miss is carried by the engine (its io_uring
-ring or worker threads); the context's eventfd, readable exactly while
-events wait, is watched by the loop (loop.add_reader), and each wake-up
-reaps every waiting event in one fsaio_getevents call. No thread of
-Python's is used, and no executor.
+Each call returns an asyncio.Future. A read is submitted at once: a cache
+hit completes inside fsaio_submit, in the calling thread, its future is
+done when the call returns, and awaiting it does not even go back to the
+event loop. A miss is carried by the engine (its io_uring ring or worker
+threads); the context's eventfd, readable exactly while events wait, is
+watched by the loop (loop.add_reader), and each wake-up reaps every
+waiting event in one fsaio_getevents call. No thread of Python's is used,
+and no executor.
+
+Once a read of an fd has missed, the fd's reads are gathered instead: each
+is prepared in the call and the loop submits all of them at the end of its
+turn in one fsaio_submit (loop.call_soon), so that the engine sends the
+misses to its ring, and the block layer to the disk, together rather than
+one system call and one device notification each. A batch in which every
+read of the fd hit the page cache puts the fd back to reads submitted at
+once.
 
 The eventfd is made, and watched, when the first request is left in
 flight: a program whose reads all hit never has one, and its reads cost
@@ -19,6 +27,7 @@ A context belongs to the event loop it is first used in.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import functools
 import threading
 from typing import Any, Optional
@@ -28,6 +37,9 @@ from ._engine import FDATASYNC, FSYNC, READ, READINTO, WRITE, Engine, error
 
 _get_running_loop = asyncio.get_running_loop
 _get_ident = threading.get_ident
+# Where a request's fd is, in the requests' array seen as int32 words.
+_FD_STRIDE = ctypes.sizeof(_lib.Req) // 4
+_FD_WORD = _lib.Req.fd.offset // 4
 
 
 class AsyncContext(Engine):
@@ -53,7 +65,9 @@ class AsyncContext(Engine):
         self._thread = 0                    # the thread the loop runs in
         self._efd = -1
         self._idle: Optional[asyncio.Future] = None
+        self._missing: set[int] = set()     # fds whose reads are gathered
         super().__init__(queue_depth, workers, backend)
+        self._fd_words = memoryview(self._reqs).cast("B").cast("i")
 
     # -- the loop and the eventfd ----------------------------------------
 
@@ -117,12 +131,36 @@ class AsyncContext(Engine):
         if loop is None or self._thread != _get_ident():
             loop = self._bind()
         fut = loop.create_future()
-        slot = self._start(kind, fd, n, offset, buf, fut)
-        if self._inflight and self._efd < 0:
-            self._watch()
+        if kind <= READINTO and fd in self._missing:
+            slot = self._start(kind, fd, n, offset, buf, fut, defer=True)
+            if slot >= 0 and len(self._deferred) == 1:
+                loop.call_soon(self._flush_reads)
+        else:
+            slot = self._start(kind, fd, n, offset, buf, fut)
+            if slot >= 0 and kind <= READINTO and not fut.done():
+                self._missing.add(fd)       # it missed: gather the next ones
+            if self._inflight and self._efd < 0:
+                self._watch()
         if slot >= 0 and not fut.done():
             fut.add_done_callback(functools.partial(self._abandon, slot))
         return fut
+
+    def _flush_reads(self) -> None:
+        """The end of the loop's turn: submit the gathered reads in one
+        call. An fd all of whose reads completed in it is read at once
+        again."""
+        slots = self._deferred
+        if self._ctx is None or not slots:
+            return
+        fds = [self._fd_words[s * _FD_STRIDE + _FD_WORD] for s in slots]
+        futs = [self._records[s][1] for s in slots]
+        self._flush()
+        hit: dict[int, bool] = {}
+        for fd, fut in zip(fds, futs):
+            hit[fd] = hit.get(fd, True) and fut.done() and not fut.cancelled()
+        self._missing.difference_update(fd for fd, all_hit in hit.items() if all_hit)
+        if self._inflight and self._efd < 0:
+            self._watch()
 
     def read(self, fd: int, n: int, offset: int = 0) -> "asyncio.Future[bytes]":
         """Read up to n bytes of fd at offset, as os.pread: fewer at the

@@ -4,23 +4,29 @@ submitting and reaping.
 
 What it owns: the C context, an array of queue_depth requests (struct
 fsaio_req) that are never moved nor freed while the context lives, the
-pointer array fsaio_submit reads them through, an event array to reap
+pointer arrays fsaio_submit reads them through, an event array to reap
 into, and one record per slot of what the request in it holds.
 
-Its rule: a slot is taken at submit and given back when its event is
-reaped, never earlier. The record keeps every buffer the engine may write
-or read (the caller's readinto buffer, the write's data, the slot's own
-read buffer) referenced, and exported through the buffer protocol, until
-that event: a bytearray cannot be resized nor freed under the engine.
-close() delivers or cancels every request before fsaio_ctx_destroy, and
-the arrays go only after it, so nothing is touched once it returns.
+Its rule: a slot is taken when a request is prepared and given back when
+its event is reaped (or it fails before reaching the engine), never
+earlier. The record keeps every buffer the engine may write or read (the
+caller's readinto buffer, the write's data, the slot's own read buffer)
+referenced, and exported through the buffer protocol, until then: a
+bytearray cannot be resized nor freed under the engine. close() delivers
+or cancels every request before fsaio_ctx_destroy, and the arrays go only
+after it, so nothing is touched once it returns.
+
+A request is submitted at once (_start), so that a cached read completes
+inside that fsaio_submit call, or prepared and deferred (_start with
+defer) to be submitted with the others in one call (_flush): libfsaio then
+attempts the cached ones in one system call and hands the misses to its
+io_uring ring in one more, where the block layer sends them to the disk
+together. Requests beyond queue_depth wait in a backlog, in order, and are
+submitted in batches as slots come back.
 
 One thread at a time: a context is driven by the thread that uses it
-(the event loop's, for AsyncContext). Requests beyond queue_depth wait in
-a backlog, in order, and are submitted as slots come back.
-
-Subclasses say how a result reaches its caller (_deliver) and how to wait
-(_wait_for_room).
+(the event loop's, for AsyncContext). Subclasses say how a result reaches
+its caller (_deliver) and whether anyone still waits for it (_abandoned).
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ import ctypes
 import errno
 import os
 from ctypes import addressof, byref, c_char, sizeof
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from . import _lib
 
@@ -109,6 +115,9 @@ class Engine:
         self._ptrs = (ctypes.c_void_p * queue_depth)(*self._req_addr)
         ptr0 = addressof(self._ptrs)
         self._ptr_addr = [ptr0 + i * _PTR_SIZE for i in range(queue_depth)]
+        # A batch's pointers, filled for each call of several requests.
+        self._batch = (ctypes.c_void_p * queue_depth)()
+        self._batch0 = addressof(self._batch)
         self._events = (_lib.Event * queue_depth)()
         self._ev0 = addressof(self._events)
         # The events as int64 words: user_data, req, res, res2 each.
@@ -122,7 +131,8 @@ class Engine:
         self._rbuf: list[Any] = [None] * queue_depth
         self._raddr = [0] * queue_depth
         self._rview: list[Optional[memoryview]] = [None] * queue_depth
-        self._inflight = 0
+        self._inflight = 0                  # requests the engine holds
+        self._deferred: list[int] = []      # slots prepared, to submit together
         self._backlog: collections.deque = collections.deque()
 
     # -- submitting ------------------------------------------------------
@@ -138,10 +148,9 @@ class Engine:
             self._rview[slot] = memoryview(buf).cast("B")
         return self._raddr[slot]
 
-    def _submit_one(self, slot: int, kind: int, fd: int, n: int, offset: int,
-                    buf: Any, target: Any) -> int:
-        """Prepare and submit the request in slot: 0 or -errno (the slot is
-        free again then)."""
+    def _prepare(self, slot: int, kind: int, fd: int, n: int, offset: int,
+                 buf: Any, target: Any) -> None:
+        """Fill the request in slot, and its record."""
         req = self._req_addr[slot]
         keep = None
         if kind == READ:
@@ -164,44 +173,81 @@ class Engine:
         else:
             _prep_fdatasync(req, fd)
         self._records[slot] = (kind, target, keep)
-        ret = _submit(self._ctx, self._ptr_addr[slot], 1)
-        if ret != 1:
-            self._records[slot] = None
-            self._free.append(slot)
-            return ret if ret < 0 else -errno.EAGAIN
-        self._inflight += 1
-        return 0
 
-    def _start(self, kind: int, fd: int, n: int, offset: int, buf: Any, target: Any) -> int:
-        """Submit a request, or put it in the backlog when every slot is
-        taken; then reap what is there (a cache hit is, already). The slot
-        it went to, or -1 (the backlog, or refused: target has its error)."""
+    def _start(self, kind: int, fd: int, n: int, offset: int, buf: Any, target: Any,
+               defer: bool = False) -> int:
+        """Submit a request and reap what is there (a cache hit is,
+        already); or, with defer, prepare it for the next _flush. When
+        every slot is taken it waits in the backlog. The slot it took, or
+        -1 (the backlog, or refused: target has its error)."""
         if self._ctx is None:
             raise ValueError("I/O on a closed fsaio context")
         if self._backlog or not self._free:
             self._backlog.append((kind, fd, n, offset, buf, target))
             return -1
         slot = self._free.pop()
-        ret = self._submit_one(slot, kind, fd, n, offset, buf, target)
-        if ret < 0:
-            self._deliver(target, None, error(ret))
+        self._prepare(slot, kind, fd, n, offset, buf, target)
+        if defer:
+            self._deferred.append(slot)
+            return slot
+        ret = _submit(self._ctx, self._ptr_addr[slot], 1)
+        if ret != 1:
+            self._finish(slot, ret if ret < 0 else -errno.EAGAIN)
             return -1
+        self._inflight += 1
         self._reap()
         return slot
 
+    def _submit_slots(self, slots: list[int]) -> None:
+        """Submit the prepared requests of slots, in order, in as few
+        fsaio_submit calls as they take: one, unless the engine refuses
+        one of them, which then fails with its error."""
+        batch, addr = self._batch, self._req_addr
+        for i, slot in enumerate(slots):
+            batch[i] = addr[slot]
+        i, k = 0, len(slots)
+        while i < k:
+            ret = _submit(self._ctx, self._batch0 + i * _PTR_SIZE, k - i)
+            if ret > 0:
+                self._inflight += ret
+                i += ret
+            else:
+                self._finish(slots[i], ret if ret < 0 else -errno.EAGAIN)
+                i += 1
+
+    def _flush(self) -> None:
+        """Submit the deferred requests together, and reap."""
+        slots, self._deferred = self._deferred, []
+        if self._ctx is None:
+            return
+        live = []
+        for slot in slots:
+            if self._abandoned(self._records[slot][1]):
+                self._records[slot] = None  # never reached the engine
+                self._free.append(slot)
+            else:
+                live.append(slot)
+        if live:
+            self._submit_slots(live)
+        self._reap()
+
     def _submit_backlog(self) -> None:
-        backlog = self._backlog
-        while backlog and self._free:
+        """Move what the backlog holds into the free slots, and submit it."""
+        backlog, free, slots = self._backlog, self._free, []
+        while backlog and free:
             kind, fd, n, offset, buf, target = backlog.popleft()
             if self._abandoned(target):
                 continue
-            ret = self._submit_one(self._free.pop(), kind, fd, n, offset, buf, target)
-            if ret < 0:
-                self._deliver(target, None, error(ret))
+            slot = free.pop()
+            self._prepare(slot, kind, fd, n, offset, buf, target)
+            slots.append(slot)
+        if slots:
+            self._submit_slots(slots)
 
     # -- reaping ---------------------------------------------------------
 
-    def _complete(self, slot: int, res: int) -> None:
+    def _finish(self, slot: int, res: int) -> None:
+        """Give slot back and its result to whoever waits for it."""
         kind, target, keep = self._records[slot]
         self._records[slot] = None
         if res < 0:
@@ -215,20 +261,21 @@ class Engine:
             value, exc = res, None
         # The record is gone: the buffer is the caller's again.
         self._free.append(slot)
-        self._inflight -= 1
         self._deliver(target, value, exc)
 
     def _take(self, min_nr: int, timeout: Optional[int], dll: Any) -> int:
-        """One fsaio_getevents into the event array, each event completed:
+        """One fsaio_getevents into the event array, each event finished:
         how many, or -errno."""
         n = dll.fsaio_getevents(self._ctx, min_nr, self._depth, self._ev0, timeout)
-        words, req0, complete = self._words, self._req0, self._complete
-        for i in range(0, 4 * n, 4):
-            complete((words[i + 1] - req0) // _REQ_SIZE, words[i + 2])
+        if n > 0:
+            self._inflight -= n
+            words, req0, finish = self._words, self._req0, self._finish
+            for i in range(0, 4 * n, 4):
+                finish((words[i + 1] - req0) // _REQ_SIZE, words[i + 2])
         return n
 
     def _reap(self) -> None:
-        """Complete every event that is there, without waiting, and submit
+        """Finish every event that is there, without waiting, and submit
         from the backlog into the slots that came back. (_take's loop
         again, written out: this runs after every submit.)"""
         depth = self._depth
@@ -236,9 +283,10 @@ class Engine:
             if self._inflight:
                 n = _getevents(self._ctx, 0, depth, self._ev0, self._zero_addr)
                 if n > 0:
-                    words, req0, complete = self._words, self._req0, self._complete
+                    self._inflight -= n
+                    words, req0, finish = self._words, self._req0, self._finish
                     for i in range(0, 4 * n, 4):
-                        complete((words[i + 1] - req0) // _REQ_SIZE, words[i + 2])
+                        finish((words[i + 1] - req0) // _REQ_SIZE, words[i + 2])
                     if n == depth:
                         continue            # the array was full: more may wait
             if not (self._backlog and self._free):
@@ -299,7 +347,11 @@ class Engine:
     def _cancel_all(self) -> None:
         """Ask the engine to cancel every request in flight; those it can
         still take back (queued for a worker, waiting for readiness) come
-        with -ECANCELED, the others finish. The backlog is failed."""
+        with -ECANCELED, the others finish. What never reached the engine
+        (deferred, in the backlog) fails with ECANCELED at once."""
+        deferred, self._deferred = self._deferred, []
+        for slot in deferred:
+            self._finish(slot, -errno.ECANCELED)
         while self._backlog:
             target = self._backlog.popleft()[5]
             self._deliver(target, None, error(-errno.ECANCELED))

@@ -3,9 +3,9 @@
 
 Each call submits its requests and waits for their events in
 fsaio_getevents, with the GIL released; a cache hit has completed inside
-fsaio_submit and waits for nothing. read_many() keeps many reads in flight
-at once, which is where the engine's threads and io_uring ring pay off
-over a loop of os.pread.
+fsaio_submit and waits for nothing. read_many() submits many reads in one
+call and keeps them in flight at once, which is where the engine's batch
+and its io_uring ring pay off over a loop of os.pread.
 """
 from __future__ import annotations
 
@@ -85,7 +85,8 @@ class Context(Engine):
             raise ValueError("negative read size")
         batch = _Batch(len(reqs))
         for i, (fd, n, offset) in enumerate(reqs):
-            self._start(READ, fd, n, offset, None, (batch, i))
+            self._start(READ, fd, n, offset, None, (batch, i), defer=True)
+        self._flush()                       # one fsaio_submit for them all
         return self._run(batch)
 
     def close(self) -> None:

@@ -63,6 +63,22 @@ def test_write_fsync_and_read_back(workdir):
         os.close(fd)
 
 
+def test_read_many_submits_in_one_call(datafile, monkeypatch):
+    from fsaio import _engine
+    calls = []
+    real = _engine._submit
+
+    def counting(ctx, reqs, nr):
+        calls.append(nr)
+        return real(ctx, reqs, nr)
+    monkeypatch.setattr(_engine, "_submit", counting)
+    reqs = [(datafile.fd, 4096, off) for off in range(0, 50 * 8192, 8192)]
+    with fsaio.Context(queue_depth=64) as ctx:
+        got = ctx.read_many(reqs)
+    assert got == [datafile.data[off:off + 4096] for _, _, off in reqs]
+    assert calls == [50]
+
+
 def test_read_many_beyond_the_queue_depth(datafile):
     reqs = [(datafile.fd, 1000, off) for off in range(0, 200 * 4096, 4096)]
     with fsaio.Context(queue_depth=4) as ctx:
