@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import importlib.util
 import os
 import random
 import resource
@@ -316,9 +317,7 @@ def main() -> int:
     if a.build:
         b = os.path.abspath(a.build)
         os.environ["FSAIO_LIBRARY_PATH"] = f"{b}/lib{os.pathsep}{b}/lib/ffi"
-    try:
-        import fsaio  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("fsaio") is None:     # not installed: the tree's
         sys.path.insert(0, os.path.join(TOP, "bindings", "python"))
     skipped = {m: why for m in a.methods if (why := available(m))}
     for m, why in skipped.items():

@@ -295,7 +295,7 @@ class Engine:
 
     def _wait(self) -> None:
         """Block (GIL released) until at least one event is there, and
-        complete it with the others. A signal ends the wait early (-EINTR):
+        finish it with the others. A signal ends the wait early (-EINTR):
         its Python handler runs when this returns."""
         n = self._take(1, None, _lib.lib)
         if n < 0 and n != -errno.EINTR:
@@ -370,10 +370,14 @@ class Engine:
         every request has had its event when this returns."""
         if self._ctx is None:
             return
-        self._cancel_all()
-        while self._inflight:
-            self._wait()
-        self._destroy()
+        try:
+            self._cancel_all()
+            while self._inflight:
+                self._wait()
+        finally:
+            # Even so, destroy waits for what still runs: no buffer is
+            # touched once it returns.
+            self._destroy()
 
     def __del__(self) -> None:
         # The request and buffer arrays must outlive the C context.

@@ -4,7 +4,6 @@ cold, its output checked; and the README shows it as it is."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import subprocess
 import sys
