@@ -11,9 +11,9 @@
  * socket to the poller; everything else that would block to the pool,
  * bound to its file first (fsaio__bind), or it is run here when no
  * descriptor or worker is left for that. A read miss for the pool of up
- * to STARTED_MAX has its disk reads started here first (fsaio__ra_start)
- * and is queued as started: a few workers finish such misses oldest first,
- * none is parked per miss. When the first choice refuses (a ring that
+ * to STARTED_MAX is queued to have its disk reads started up front by the
+ * pool's starter thread (fsaio__ra_start), never here: a few workers finish
+ * such misses oldest first, none is parked per miss. When the first choice refuses (a ring that
  * cannot take it, a poller that cannot watch the fd), decide() is asked
  * again for the next one. Also the work and the hand-off the executors
  * are given (ctx.c wires them): they know nothing of methods or of the
@@ -56,7 +56,7 @@ enum dest {
 	HERE,           /* run to its end here with blocking calls */
 	RING,           /* the io_uring ring */
 	POOL,           /* a worker; with none to be had, run here */
-	POOL_STARTED,   /* a worker, its disk reads started here (fsaio__ra_start) */
+	POOL_STARTED,   /* a worker, its disk reads started by the pool's starter */
 	POOL_UPFRONT,   /* a worker, its readahead queued if it must wait (fsaio__ra_upfront) */
 	POLLER,         /* the poller, until its fd is ready */
 	POOL_OR_REFUSE, /* a worker; with none, refused if nothing was done */
@@ -68,10 +68,10 @@ enum dest {
  * is parked per miss; larger ones to the pool. Where the line falls and
  * why: docs/design-notes.md, "Who carries a buffered read miss". */
 #define AUTO_RING_MAX (1024u * 1024)
-/* The largest miss whose reads the submitter starts (fsaio__ra_start), on
- * any backend. A larger one would keep the submitter allocating pages and
- * waiting for the device queue; a worker carries it whole, as any blocking
- * request (docs/design-notes.md, "Read misses with their reads started up
+/* The largest miss whose reads are started up front (fsaio__ra_start, by
+ * the pool's starter), on any backend. A larger one would keep the starter
+ * allocating pages and waiting for the device queue while smaller misses
+ * wait behind it; a worker carries it whole, as any blocking request (docs/design-notes.md, "Read misses with their reads started up
  * front"). */
 #define STARTED_MAX (64u * 1024)
 /* A read on an fd whose last reads all missed goes straight to the ring
@@ -133,7 +133,7 @@ static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__
 				return ATTEMPT;
 			if (ring)
 				return RING;
-			if (left <= STARTED_MAX && fsaio__ra_start(p->ra, r))
+			if (left <= STARTED_MAX && fsaio__ra_startable(p->ra, r))
 				return POOL_STARTED;
 			return ATTEMPT;
 		}
@@ -144,10 +144,10 @@ static enum dest decide(struct fsaio_ctx *ctx, struct fsaio_req *r, enum fsaio__
 			return END;
 		if (ring && !refused)
 			return RING;
-		/* A read miss for the pool: start its disk reads here, so a
-		 * worker only waits for them and a few workers carry any
-		 * number of misses. */
-		if (left <= STARTED_MAX && fsaio__ra_start(p->ra, r))
+		/* A read miss for the pool: its disk reads started up front
+		 * (by the pool's starter thread), so a worker only waits for
+		 * them and a few workers carry any number of misses. */
+		if (left <= STARTED_MAX && fsaio__ra_startable(p->ra, r))
 			return POOL_STARTED;
 		return POOL_UPFRONT;
 	case FSAIO__WHY_BLOCKS:
@@ -185,8 +185,10 @@ static void to_pool(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__ba
 	}
 	if (r->done_)
 		FSAIO__INC(ctx, partial_inline, 1);
-	/* No worker can be started at all: the submitter carries it. */
-	if (started ? fsaio__pool_queue_started(fsaio__parts(ctx)->pool, r) :
+	/* No worker can be started at all: the submitter carries it. A miss
+	 * whose NOWAIT attempt started the kernel's readahead needs no start. */
+	if (started ? fsaio__pool_queue_started(fsaio__parts(ctx)->pool, r,
+						!(r->hints_ & FSAIO__HINT_KERNEL_RA)) :
 		    fsaio__pool_queue(fsaio__parts(ctx)->pool, r))
 		run_here(ctx, r, b);
 }

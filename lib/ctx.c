@@ -56,9 +56,15 @@ static void pool_done(void *arg, struct fsaio_req *r, int64_t res)
 	fsaio__complete(arg, r, res, NULL);
 }
 
+static bool pool_start(void *arg, const struct fsaio_req *r)
+{
+	return fsaio__ra_start(fsaio__parts((struct fsaio_ctx *)arg)->ra, r);
+}
+
 static const struct fsaio__pool_ops pool_ops = {
 	.run = pool_run,
 	.done = pool_done,
+	.start = pool_start,
 };
 
 /* The poller's work: step a pollable request (arg: the ctx). */

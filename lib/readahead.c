@@ -3,10 +3,11 @@
  * DESIGN: the engine's own readahead: a miss's own reads started, upfront
  * and for streams. Prefetch (upfront, streams) is made by a pool worker
  * as a side job (pool.c), never by the submitter: it allocates pages and
- * may sleep on a full queue. The one exception is fsaio__ra_start: a read
- * miss bound for the pool has exactly its own range started by the
- * submitter (readahead(2), which the kernel serves as POSIX_FADV_WILLNEED),
- * so a worker only waits for it; not counted as prefetch.
+ * may sleep on a full queue. fsaio__ra_start, too, runs off the submitter:
+ * a read miss bound for the pool has exactly its own range started by the
+ * pool's starter thread (readahead(2), which the kernel serves as
+ * POSIX_FADV_WILLNEED), so a worker only waits for it; not counted as
+ * prefetch.
  *
  * Upfront: a NOWAIT miss already starts the kernel's readahead of exactly
  * the missed range, so those requests are skipped (HINT_KERNEL_RA). For
@@ -416,7 +417,17 @@ void fsaio__ra_upfront(struct fsaio__readahead *owner, struct fsaio_req *r)
 		owner->queue_job(owner->arg, &ra->up_job);
 }
 
-bool fsaio__ra_start(struct fsaio__readahead *owner, struct fsaio_req *r)
+bool fsaio__ra_startable(struct fsaio__readahead *owner, const struct fsaio_req *r)
+{
+	struct fsaio__ra *ra;
+
+	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= fsaio__total(r))
+		return false;
+	/* The table holds whether readahead is off; made at the first miss. */
+	return (ra = ra_get(owner)) && !ra->off;
+}
+
+bool fsaio__ra_start(struct fsaio__readahead *owner, const struct fsaio_req *r)
 {
 	uint64_t total = fsaio__total(r);
 	struct fsaio__ra *ra;
@@ -428,7 +439,11 @@ bool fsaio__ra_start(struct fsaio__readahead *owner, struct fsaio_req *r)
 		return false;
 	if (r->hints_ & FSAIO__HINT_KERNEL_RA)
 		return true;
-	return do_readahead(NULL, r->fd, (uint64_t)r->offset + r->done_, total - r->done_,
+	/* On the descriptor r runs on (bound to its file), with the limit of
+	 * the device its fd number was learnt on. r may be a copy of a request
+	 * cancelled meanwhile, its descriptor closed or the number reused: a
+	 * hint, EBADF or a readahead of another file at worst. */
+	return do_readahead(NULL, fsaio__fd(r), (uint64_t)r->offset + r->done_, total - r->done_,
 			    ra_limit(owner, r->fd));
 }
 

@@ -44,8 +44,12 @@ void fsaio__stream_hit(struct fsaio__readahead *ra, struct fsaio_req *r);
 /* A missed read the kernel has not seen waits for a busy pool: have a
  * worker start its readahead (in the submitter: records and queues). */
 void fsaio__ra_upfront(struct fsaio__readahead *ra, struct fsaio_req *r);
-/* A read miss about to be handed on: start the disk reads of its whole
- * remainder now, in the caller. Whether they are under way. */
-bool fsaio__ra_start(struct fsaio__readahead *ra, struct fsaio_req *r);
+/* Whether the disk reads of read miss r can be started up front (it is a
+ * read with a remainder, and readahead is on): cheap, for the submitter. */
+bool fsaio__ra_startable(struct fsaio__readahead *ra, const struct fsaio_req *r);
+/* Start the disk reads of r's whole remainder now, on r's bound descriptor
+ * (the pool's starter thread: it may wait for the device's queue). Whether
+ * they are under way. */
+bool fsaio__ra_start(struct fsaio__readahead *ra, const struct fsaio_req *r);
 
 #endif /* FSAIO_READAHEAD_H */

@@ -4,7 +4,8 @@
  * requests given from several threads are each run and reported exactly
  * once with their own result; a queued request cancels, a running one does
  * not; stop cancels what waits and joins the workers once they finish what
- * they run; side jobs run with the pool's private argument.
+ * they run; side jobs run with the pool's private argument; reads to be
+ * started are started by the starter thread, in order, never by the caller.
  */
 #ifdef T_NO_CRITERION
 #include "t_runner.h"
@@ -244,5 +245,105 @@ Test(exec_pool, side_job_runs_with_the_pools_arg)
 	fsaio__pool_fini(&pool);
 	cr_assert_eq(atomic_load(&c.runs), 1);
 	cr_assert_eq(atomic_load(&c.wrong_arg), 0);
+	sink_fini(&s);
+}
+
+/* Started reads: the starter thread starts them in order, never the
+ * thread that queues them; start waits at its own gate, as readahead(2)
+ * waits for a full device queue. */
+static _Atomic unsigned start_calls, start_order[64];
+static _Atomic bool start_gate_open, start_on_submitter;
+static pthread_t submitter_thread;
+
+static bool start(void *arg, const struct fsaio_req *r)
+{
+	struct sink *s = arg;
+
+	if (pthread_equal(pthread_self(), submitter_thread))
+		atomic_store(&start_on_submitter, true);
+	/* r is the starter's copy: the request is found by its offset. */
+	atomic_store(&start_order[r->offset], atomic_fetch_add(&start_calls, 1));
+	(void)s;
+	while (!atomic_load(&start_gate_open))
+		usleep(1000);
+	return true;
+}
+
+static const struct fsaio__pool_ops started_ops = { .run = run, .done = done, .start = start };
+
+static bool starts_are(struct sink *s, unsigned n)
+{
+	(void)s;
+	return atomic_load(&start_calls) >= n;
+}
+
+Test(exec_pool, started_reads_are_started_by_the_starter_in_order)
+{
+	enum { N = 64 };
+	struct fsaio__pool pool;
+	struct sink s;
+
+	submitter_thread = pthread_self();
+	sink_init(&s, N, false);
+	cr_assert_eq(fsaio__pool_init(&pool, 4, &started_ops, &s), 0);
+	/* With the starter held in the first start, every queue call still
+	 * returns: nothing is started by the caller. */
+	for (unsigned i = 0; i < N; i++)
+		cr_assert_eq(fsaio__pool_queue_started(&pool, &s.reqs[i], true), 0);
+	cr_assert(wait_for(&s, starts_are, 1));
+	usleep(10000);
+	cr_assert_eq(atomic_load(&start_calls), 1, "one start at a time, in the starter");
+	cr_assert_eq(atomic_load(&s.total), 0);
+	atomic_store(&start_gate_open, true);
+	cr_assert(wait_for(&s, total_is, N), "%u of %u done", atomic_load(&s.total), N);
+	for (unsigned i = 0; i < N; i++) {
+		cr_assert_eq(atomic_load(&s.dones[i]), 1, "request %u: %u dones", i,
+			     atomic_load(&s.dones[i]));
+		cr_assert_eq(s.res[i], expect(&s.reqs[i]));
+		cr_assert_eq(atomic_load(&start_order[i]), i, "started out of order");
+	}
+	cr_assert(!atomic_load(&start_on_submitter));
+	/* A request whose reads are started already goes straight in. */
+	cr_assert_eq(fsaio__pool_queue_started(&pool, &s.reqs[0], false), 0);
+	cr_assert(wait_for(&s, total_is, N + 1));
+	cr_assert_eq(atomic_load(&start_calls), N);
+	fsaio__pool_stop(&pool);
+	fsaio__pool_fini(&pool);
+	sink_fini(&s);
+}
+
+Test(exec_pool, stop_cancels_reads_waiting_to_be_started)
+{
+	enum { N = 8 };
+	struct fsaio__pool pool;
+	struct sink s;
+	pthread_t tid;
+
+	submitter_thread = pthread_self();
+	sink_init(&s, N, false);
+	cr_assert_eq(fsaio__pool_init(&pool, 2, &started_ops, &s), 0);
+	for (unsigned i = 0; i < N; i++)
+		cr_assert_eq(fsaio__pool_queue_started(&pool, &s.reqs[i], true), 0);
+	cr_assert(wait_for(&s, starts_are, 1));
+	/* Waiting for its start, or being started: cancelled at once. */
+	cr_assert_eq(fsaio__pool_cancel(&pool, &s.reqs[N - 1]), 0);
+	cr_assert_eq(s.res[N - 1], -ECANCELED);
+	cr_assert_eq(fsaio__pool_cancel(&pool, &s.reqs[0]), 0);
+	cr_assert_eq(s.res[0], -ECANCELED);
+	cr_assert_eq(fsaio__pool_busy(&pool), N - 2, "busy %u", fsaio__pool_busy(&pool));
+	/* Stop cancels the rest at once, and waits for the starter to come
+	 * back from the start it is in. */
+	cr_assert_eq(pthread_create(&tid, NULL, stopper, &pool), 0);
+	cr_assert(wait_for(&s, total_is, N));
+	atomic_store(&start_gate_open, true);
+	pthread_join(tid, NULL);
+	fsaio__pool_fini(&pool);
+	for (unsigned i = 0; i < N; i++) {
+		cr_assert_eq(atomic_load(&s.dones[i]), 1, "request %u: %u dones", i,
+			     atomic_load(&s.dones[i]));
+		cr_assert_eq(s.res[i], -ECANCELED, "request %u: res %lld", i, (long long)s.res[i]);
+	}
+	cr_assert_eq(atomic_load(&start_calls), 1);
+	cr_assert_eq(atomic_load(&s.running), 0);
 	sink_fini(&s);
 }

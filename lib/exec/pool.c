@@ -18,7 +18,14 @@
  *
  * Started reads (fsaio__pool_queue_started: their disk reads are under way,
  * exec_ STARTED while the pool holds them) share the FIFO but not its wake
- * rule: a worker is woken or started for one only while fewer than
+ * rule. Their reads are started by the pool's starter thread (fsaio-start,
+ * made at the first such read, joined at stop), never by the submitter:
+ * readahead(2) allocates pages and waits while the device's queue is full.
+ * The starter takes its list (exec_ TO_START) in order, starts each one's
+ * reads with ops->start, and puts it in the FIFO as started. While it
+ * starts one (pool.in_start) the request stays queued: cancel and stop end
+ * it at once, and the starter, which gave start a copy, drops it. In the
+ * FIFO, the rule: a worker is woken or started for one only while fewer than
  * pool.waiters (one per CPU, at most WAITERS_CAP) run started reads or are
  * on their way to the FIFO; the others are taken in order by those, each
  * sleeping in the page cache's wait for the oldest while the rest arrive.
@@ -48,8 +55,10 @@
 /* How long a worker waits for work before it retires (glibc's POSIX AIO
  * threads wait one second too). */
 #define IDLE_RETIRE_NS 1000000000LL
-/* exec_ of a queued or running request: its reads were started up front. */
+/* exec_ of a queued or running request: its reads were started up front;
+ * or it waits in the starter's list for them to be. */
 #define STARTED 1u
+#define TO_START 2u
 /* Workers woken or started for started reads, at most: they sleep in the
  * page cache's wait for the oldest while the rest arrive, and wake only to
  * copy, so no more are woken than CPUs can copy at once. */
@@ -80,6 +89,7 @@ int fsaio__pool_init(struct fsaio__pool *p, unsigned max,
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->work, &ca);
+	pthread_cond_init(&p->start_work, &ca);
 	pthread_condattr_destroy(&ca);
 	return 0;
 }
@@ -93,6 +103,7 @@ void fsaio__pool_forget(struct fsaio__pool *p)
 void fsaio__pool_fini(struct fsaio__pool *p)
 {
 	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->start_work);
 	pthread_mutex_destroy(&p->lock);
 	free(p->workers);
 }
@@ -101,6 +112,21 @@ static void fifo_unlink(struct fsaio__pool *p, struct fsaio_req *r)
 {
 	FSAIO__LIST_UNLINK(p->head, p->tail, r, next_, prev_);
 	p->queued--;
+}
+
+/* Take queued r back from where it waits (the FIFO, the starter's list, or
+ * the starter's hands), under lock. */
+static void take(struct fsaio__pool *p, struct fsaio_req *r)
+{
+	if (r == p->in_start) {
+		p->in_start = NULL;
+		p->queued--;
+	} else if (r->exec_ == TO_START) {
+		FSAIO__LIST_UNLINK(p->to_start, p->to_start_tail, r, next_, prev_);
+		p->queued--;
+	} else {
+		fifo_unlink(p, r);
+	}
 }
 
 /* Wait for work until the idle period ends: whether to retire. The last
@@ -208,13 +234,13 @@ static int spawn(struct fsaio__pool *p)
 	return 0;
 }
 
-/* Hand a request to the pool: 0. It cannot fail once a worker exists; when
- * none can be started at all, -errno and r is the caller's still. */
-static int queue(struct fsaio__pool *p, struct fsaio_req *r, bool started)
+/* Put r in the FIFO and wake or start a worker for it, under lock: 0, or
+ * -errno when no worker exists and none can be started (r is taken out
+ * again, INLINE: its caller's). */
+static int enqueue(struct fsaio__pool *p, struct fsaio_req *r, bool started)
 {
 	int err = 0;
 
-	pthread_mutex_lock(&p->lock);
 	r->exec_ = started ? STARTED : 0;
 	FSAIO__LIST_APPEND(p->head, p->tail, r, next_, prev_);
 	p->queued++;
@@ -236,10 +262,88 @@ static int queue(struct fsaio__pool *p, struct fsaio_req *r, bool started)
 			fsaio__state_set(r, FSAIO__INLINE);
 		}
 	}
+	return err;
+}
+
+/* Hand a request to the pool: 0. It cannot fail once a worker exists; when
+ * none can be started at all, -errno and r is the caller's still. */
+static int queue(struct fsaio__pool *p, struct fsaio_req *r, bool started)
+{
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	err = enqueue(p, r, started);
 	if (!err)
 		p->accepted++;
 	pthread_mutex_unlock(&p->lock);
 	return err;
+}
+
+/* The starter thread: starts the reads of its list in order, each put in
+ * the FIFO once its reads are under way. When no worker can be had at all,
+ * it carries the request itself. */
+static void *starter(void *arg)
+{
+	struct fsaio__pool *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping) {
+		struct fsaio_req *r = p->to_start, copy;
+		bool started;
+
+		if (!r) {
+			p->starter_idle = true;
+			pthread_cond_wait(&p->start_work, &p->lock);
+			p->starter_idle = false;
+			continue;
+		}
+		/* Still queued (counted, cancellable) while its reads start;
+		 * start is given a copy, as cancel may end r meanwhile. */
+		FSAIO__LIST_UNLINK(p->to_start, p->to_start_tail, r, next_, prev_);
+		p->in_start = r;
+		copy = *r;
+		pthread_mutex_unlock(&p->lock);
+		started = p->ops->start(p->arg, &copy);
+		pthread_mutex_lock(&p->lock);
+		if (p->in_start != r)
+			continue;       /* cancelled or stopped meanwhile */
+		p->in_start = NULL;
+		p->queued--;
+		if (enqueue(p, r, started)) {
+			pthread_mutex_unlock(&p->lock);
+			p->ops->done(p->arg, r, p->ops->run(p->arg, r));
+			pthread_mutex_lock(&p->lock);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Put r in the starter's list, starting the starter if need be: 0, or
+ * -EAGAIN when there is none (r is still the caller's). */
+static int queue_to_start(struct fsaio__pool *p, struct fsaio_req *r)
+{
+	pthread_mutex_lock(&p->lock);
+	if (!p->starter_live && !p->stopping &&
+	    fsaio__thread_start(&p->starter, WORKER_STACK, starter, p) == 0) {
+		pthread_setname_np(p->starter, "fsaio-start");
+		p->starter_live = true;
+	}
+	if (!p->starter_live || p->stopping) {
+		pthread_mutex_unlock(&p->lock);
+		return -EAGAIN;
+	}
+	r->exec_ = TO_START;
+	FSAIO__LIST_APPEND(p->to_start, p->to_start_tail, r, next_, prev_);
+	p->queued++;
+	p->accepted++;
+	fsaio__state_set(r, FSAIO__QUEUED);
+	if (p->starter_idle) {
+		p->starter_idle = false;
+		pthread_cond_signal(&p->start_work);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return 0;
 }
 
 int fsaio__pool_queue(struct fsaio__pool *p, struct fsaio_req *r)
@@ -247,9 +351,17 @@ int fsaio__pool_queue(struct fsaio__pool *p, struct fsaio_req *r)
 	return queue(p, r, false);
 }
 
-int fsaio__pool_queue_started(struct fsaio__pool *p, struct fsaio_req *r)
+int fsaio__pool_queue_started(struct fsaio__pool *p, struct fsaio_req *r, bool start)
 {
-	return queue(p, r, true);
+	bool started = true;
+
+	if (start) {
+		if (!queue_to_start(p, r))
+			return 0;
+		/* No starter thread to be had: its reads are started here. */
+		started = p->ops->start(p->arg, r);
+	}
+	return queue(p, r, started);
 }
 
 void fsaio__pool_job(struct fsaio__pool *p, struct fsaio__job *j)
@@ -282,7 +394,7 @@ int fsaio__pool_cancel(struct fsaio__pool *p, struct fsaio_req *r)
 
 	pthread_mutex_lock(&p->lock);
 	if (fsaio__state_get(r) == FSAIO__QUEUED) {
-		fifo_unlink(p, r);
+		take(p, r);
 		fsaio__state_set(r, FSAIO__RUNNING);
 		ret = 0;
 	}
@@ -295,6 +407,7 @@ int fsaio__pool_cancel(struct fsaio__pool *p, struct fsaio_req *r)
 void fsaio__pool_stop(struct fsaio__pool *p)
 {
 	struct fsaio_req *list, *r;
+	bool starter_live;
 
 	pthread_mutex_lock(&p->lock);
 	p->stopping = true;
@@ -307,12 +420,29 @@ void fsaio__pool_stop(struct fsaio__pool *p)
 		j->queued = false;
 	}
 	p->jobs_tail = NULL;
+	/* The FIFO, then the one being started and the starter's list. */
+	if (p->in_start) {
+		FSAIO__LIST_APPEND(p->head, p->tail, p->in_start, next_, prev_);
+		p->in_start = NULL;
+	}
+	if (p->to_start) {
+		if (p->tail)
+			p->tail->next_ = p->to_start;
+		else
+			p->head = p->to_start;
+		p->to_start->prev_ = p->tail;
+		p->tail = p->to_start_tail;
+	}
 	list = p->head;
 	for (r = list; r; r = r->next_)
 		fsaio__state_set(r, FSAIO__RUNNING);
 	p->head = p->tail = NULL;
+	p->to_start = p->to_start_tail = NULL;
 	p->queued = 0;
 	pthread_cond_broadcast(&p->work);
+	pthread_cond_broadcast(&p->start_work);
+	starter_live = p->starter_live;
+	p->starter_live = false;
 	pthread_mutex_unlock(&p->lock);
 
 	while ((r = list)) {
@@ -320,6 +450,9 @@ void fsaio__pool_stop(struct fsaio__pool *p)
 		r->next_ = r->prev_ = NULL;
 		p->ops->done(p->arg, r, -ECANCELED);
 	}
+	/* The starter leaves once the start it may be in returns. */
+	if (starter_live)
+		pthread_join(p->starter, NULL);
 	/* Join the live workers; they leave once they finish what they run
 	 * (with stopping set, none retires). A pass that joined one looks
 	 * again, for a worker started meanwhile (a late request gets one). */

@@ -28,6 +28,9 @@ struct fsaio__pool_ops {
 	int64_t (*run)(void *arg, struct fsaio_req *r);
 	/* r is finished with res (-ECANCELED: cancelled or stopped unrun). */
 	void (*done)(void *arg, struct fsaio_req *r, int64_t res);
+	/* Start the disk reads (readahead) of r, a copy of a queued request
+	 * that may end meanwhile, on the starter thread: whether they were. */
+	bool (*start)(void *arg, const struct fsaio_req *r);
 };
 
 /* One worker thread's place; [max] of them, reused once a worker retires. */
@@ -45,7 +48,15 @@ struct fsaio__pool {
 	pthread_cond_t work;    /* idle workers wait here (monotonic clock) */
 	struct fsaio_req *head; /* lock: FIFO through req->next_/prev_ */
 	struct fsaio_req *tail; /* lock */
-	unsigned queued;        /* lock */
+	unsigned queued;        /* lock: in the FIFO or the starter's list */
+	/* Reads whose disk reads the starter thread is to start, then put in
+	 * the FIFO as started. */
+	struct fsaio_req *to_start, *to_start_tail; /* lock: through next_/prev_ */
+	pthread_cond_t start_work; /* the starter waits here when its list is empty */
+	pthread_t starter;      /* lock; valid while starter_live */
+	bool starter_live;      /* lock: the starter thread runs */
+	bool starter_idle;      /* lock: it waits on start_work */
+	struct fsaio_req *in_start; /* lock: queued, its reads being started */
 	uint64_t accepted;      /* lock: requests ever queued (stats' queued) */
 	unsigned nthreads;      /* lock: threads live (started, not retired) */
 	unsigned idle;          /* lock: threads waiting on work */
@@ -62,10 +73,12 @@ struct fsaio__pool {
 int fsaio__pool_init(struct fsaio__pool *p, unsigned max,
 		     const struct fsaio__pool_ops *ops, void *arg);
 int fsaio__pool_queue(struct fsaio__pool *p, struct fsaio_req *req);
-/* The same for a read whose disk reads are started already: a worker only
+/* The same for a read whose disk reads are started already (start false)
+ * or are to be started by the pool's starter thread (start true, never by
+ * the caller: starting may wait for the device's queue): a worker only
  * waits for them, so no more than pool.waiters are woken or started for
  * such requests; the FIFO order is kept, the oldest is finished first. */
-int fsaio__pool_queue_started(struct fsaio__pool *p, struct fsaio_req *req);
+int fsaio__pool_queue_started(struct fsaio__pool *p, struct fsaio_req *req, bool start);
 /* Queue a side job unless it is queued already; dropped by pool_stop. */
 void fsaio__pool_job(struct fsaio__pool *p, struct fsaio__job *job);
 int fsaio__pool_cancel(struct fsaio__pool *p, struct fsaio_req *req);
