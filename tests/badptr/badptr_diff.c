@@ -475,6 +475,8 @@ static void run_both(const struct bp_family *f, const char *dropin, const char *
 				i ? "drop-in" : f->ref_name, status);
 			exit(3);
 		}
+		if (!run[i].buf)
+			continue;       /* nothing printed: --only matched no case */
 		run[i].buf[run[i].len] = 0;
 		parse(run[i].buf, i ? got : ref);
 		free(run[i].buf);
