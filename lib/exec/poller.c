@@ -382,7 +382,13 @@ int fsaio__poller_cancel(struct fsaio__poller *pl, struct fsaio_req *r)
 	int ret = -EBUSY, dropped = -1;
 
 	pthread_mutex_lock(&pl->lock);
-	if (fsaio__state_get(r) == FSAIO__WAITING && (p = fsaio__pfd_by_key(pl, fsaio__fd(r)))) {
+	p = fsaio__state_get(r) == FSAIO__WAITING ? fsaio__pfd_by_key(pl, fsaio__fd(r)) : NULL;
+	/* A copy of a parked request is none of the poller's. */
+	if (p && !FSAIO__LIST_HAS(p->head[dir_of(r)], r, next_, prev_)) {
+		p = NULL;
+		ret = -EINVAL;
+	}
+	if (p) {
 		list_unlink(p, dir_of(r), r);
 		fsaio__state_set(r, FSAIO__RUNNING);
 		if (fsaio__pfd_idle(p))

@@ -2,7 +2,7 @@
 /*
  * A doubly linked FIFO threaded through two pointer fields of its elements,
  * kept as a head and a tail: append at the tail and unlink anywhere in
- * O(1), nothing allocated. The element type and the names of its link
+ * O(1) (and put back at the head), nothing allocated. The element type and the names of its link
  * fields are the caller's (the public struct fsaio_req carries next_ and
  * prev_), so these are macros. An unlinked element has both links NULL.
  * The caller holds whatever lock guards the list.
@@ -22,6 +22,22 @@
 			(head) = (e);                                  \
 		(tail) = (e);                                          \
 	} while (0)
+
+#define FSAIO__LIST_PREPEND(head, tail, e, next, prev)                 \
+	do {                                                           \
+		(e)->prev = NULL;                                      \
+		(e)->next = (head);                                    \
+		if (head)                                              \
+			(head)->prev = (e);                            \
+		else                                                   \
+			(tail) = (e);                                  \
+		(head) = (e);                                          \
+	} while (0)
+
+/* e is in the list (a copy of an element is not: its neighbours, or the
+ * head, point at the element). */
+#define FSAIO__LIST_HAS(head, e, next, prev)                           \
+	((e)->prev ? (e)->prev->next == (e) : (head) == (e))
 
 #define FSAIO__LIST_UNLINK(head, tail, e, next, prev)                  \
 	do {                                                           \
