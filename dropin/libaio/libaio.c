@@ -234,9 +234,11 @@ SHIM_API int io_queue_init(int maxevents, io_context_t *ctxp)
 	/* libaio clears *ctxp first, so a stale handle is not an error here. */
 	if (maxevents > 0 && ctxp) {
 		int cs = fsaio__nocancel_begin();
+		io_context_t none = NULL;
 
-		*ctxp = NULL;
-		ret = shim__io_setup(maxevents, ctxp);
+		ret = shim__user_copy(ctxp, &none, sizeof(none), true);
+		if (!ret)
+			ret = shim__io_setup(maxevents, ctxp);
 		fsaio__nocancel_end(cs);
 	} else if (maxevents > 0) {
 		ret = -EFAULT;

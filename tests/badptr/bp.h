@@ -149,6 +149,10 @@ enum bp_allow_rule {
 	BP_EFAULT,
 	/* Expected as written, but a crash is also allowed. */
 	BP_MAY_CRASH,
+	/* Under UBSan only: its report (the case's exit 1) is allowed where
+	 * the C of the drop-in reads a struct through a misaligned pointer,
+	 * which x86 does and C leaves undefined. */
+	BP_UBSAN_REPORT,
 };
 
 struct bp_allow {

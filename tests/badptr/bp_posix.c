@@ -477,6 +477,11 @@ static const struct bp_allow allow[] = {
 	  "glibc reads each element and writes its status in the caller" },
 	{ NULL, "lio_listio", "sig", BAD, BP_EFAULT, NULL,
 	  "glibc reads the sigevent in the caller" },
+#ifdef BP_UBSAN
+	{ NULL, NULL, NULL, BP_K(BP_MISALIGNED), BP_UBSAN_REPORT, NULL,
+	  "a misaligned struct aiocb (or list) is undefined behaviour in C; the drop-in's C reads "
+	  "its fields, which x86 does and UBSan reports (glibc is not instrumented)" },
+#endif
 };
 
 /* Where aio_read comes from: libc, or the drop-in. */
