@@ -223,7 +223,10 @@ struct fsaio_stats {
 	uint64_t batch_refused;     /* submit calls whose reads were attempted one by one
 				     * because the kernel refused the engine an AIO
 				     * context (seccomp, aio-max-nr) */
-	uint64_t reserved[6];
+	uint64_t pool_collected;    /* started reads the pool finished together, their
+				     * pages found landed after another's wait,
+				     * without a blocking read of their own */
+	uint64_t reserved[5];
 };
 
 /* Create a context; p may be NULL for defaults. 0 or -EINVAL, -EFAULT, -ENOMEM. */

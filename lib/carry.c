@@ -31,6 +31,7 @@
 #include "readahead.h"
 #include "req.h"
 #include "rw.h"
+#include "rw_batch.h"
 #include "uring.h"
 
 uint32_t fsaio__backend_param(uint32_t param)
@@ -283,6 +284,41 @@ int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r)
 
 	FSAIO__INC(ctx, bytes_worker, r->done_ - before);
 	return res;
+}
+
+/* The pool's collect: started reads r[0..n) that may have landed, tried
+ * together without waiting (rw_batch.c: one io_submit of RWF_NOWAIT reads).
+ * One read whole, or at its end of file, is finished; one read in part
+ * keeps that part (done_) and waits on; a miss or an error waits on, for
+ * its worker's blocking read to give the final answer. */
+void fsaio__carry_collect(struct fsaio_ctx *ctx, struct fsaio_req *const *r, unsigned n,
+			  int64_t *res)
+{
+	struct fsaio_req *try[FSAIO__RW_BATCH_MAX];
+	unsigned at[FSAIO__RW_BATCH_MAX], m = 0, had;
+	int64_t first[FSAIO__RW_BATCH_MAX];
+
+	for (unsigned i = 0; i < n && m < FSAIO__RW_BATCH_MAX; i++) {
+		if (fsaio__is_write(r[i]) || !fsaio__rw_batchable(r[i]))
+			continue;
+		try[m] = r[i];
+		at[m++] = i;
+	}
+	if (m < 2)
+		return;
+	had = fsaio__rw_batch_again(fsaio__parts(ctx)->rwb, try, m, first);
+	for (unsigned k = 0; k < had; k++) {
+		struct fsaio_req *q = try[k];
+
+		if (first[k] < 0)
+			continue;
+		FSAIO__INC(ctx, bytes_worker, (uint64_t)first[k]);
+		if (first[k] == 0 || (uint64_t)first[k] == fsaio__total(q)) {
+			res[at[k]] = first[k];
+			FSAIO__INC(ctx, pool_collected, 1);
+		} else
+			q->done_ = (uint64_t)first[k];
+	}
 }
 
 /* Take back r where it waits in the ring (the file and O_DIRECT methods'

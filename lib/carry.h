@@ -27,6 +27,9 @@ uint32_t fsaio__backend_param(uint32_t param);      /* the param or FSAIO_BACKEN
 int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch *b,
 		 enum fsaio__why why);
 int64_t fsaio__carry_run(struct fsaio_ctx *ctx, struct fsaio_req *r);   /* the pool's run */
+/* The pool's collect (pool.h): landed started reads finished together. */
+void fsaio__carry_collect(struct fsaio_ctx *ctx, struct fsaio_req *const *r, unsigned n,
+			  int64_t *res);
 void fsaio__carry_punt(struct fsaio_ctx *ctx, struct fsaio_req *r);     /* executors' punt */
 int fsaio__carry_ring_cancel(struct fsaio_ctx *ctx, struct fsaio_req *r); /* a method's cancel */
 

@@ -61,10 +61,16 @@ static bool pool_start(void *arg, const struct fsaio_req *r)
 	return fsaio__ra_start(fsaio__parts((struct fsaio_ctx *)arg)->ra, r);
 }
 
+static void pool_collect(void *arg, struct fsaio_req *const *r, unsigned n, int64_t *res)
+{
+	fsaio__carry_collect(arg, r, n, res);
+}
+
 static const struct fsaio__pool_ops pool_ops = {
 	.run = pool_run,
 	.done = pool_done,
 	.start = pool_start,
+	.collect = pool_collect,
 };
 
 /* The poller's work: step a pollable request (arg: the ctx). */

@@ -54,6 +54,7 @@ FSAIO__API int fsaio_get_stats(fsaio_ctx_t *ctx, struct fsaio_stats *out)
 	st->batch_calls = LOAD(batch_calls);
 	st->batch_requests = LOAD(batch_requests);
 	st->batch_refused = LOAD(batch_refused);
+	st->pool_collected = LOAD(pool_collected);
 	st->pool_queue_len = fsaio__pool_snapshot(&ctx->pool, &threads, &accepted);
 	st->queued = accepted;
 	st->pool_threads = threads;

@@ -347,3 +347,56 @@ Test(exec_pool, stop_cancels_reads_waiting_to_be_started)
 	cr_assert_eq(atomic_load(&s.running), 0);
 	sink_fini(&s);
 }
+
+/* collect: after a worker's started read, the started reads behind it are
+ * offered together; here the even ones have "landed". Each request still
+ * ends exactly once with its own result, landed or run. */
+static _Atomic unsigned collects, collected;
+
+static void collect_even(void *arg, struct fsaio_req *const *r, unsigned n, int64_t *res)
+{
+	(void)arg;
+	atomic_fetch_add(&collects, 1);
+	for (unsigned i = 0; i < n; i++) {
+		cr_assert_eq(fsaio__state_get(r[i]), FSAIO__RUNNING);
+		if (r[i]->offset % 2 == 0) {
+			res[i] = expect(r[i]);
+			atomic_fetch_add(&collected, 1);
+		}
+	}
+}
+
+static int64_t slow_run(void *arg, struct fsaio_req *r)
+{
+	usleep(2000);
+	return run(arg, r);
+}
+
+static const struct fsaio__pool_ops collect_ops = {
+	.run = slow_run, .done = done, .collect = collect_even,
+};
+
+Test(exec_pool, landed_started_reads_are_collected_together)
+{
+	enum { N = 200 };
+	struct fsaio__pool pool;
+	struct sink s;
+
+	sink_init(&s, N, false);
+	cr_assert_eq(fsaio__pool_init(&pool, 4, &collect_ops, &s), 0);
+	for (unsigned i = 0; i < N; i++)
+		cr_assert_eq(fsaio__pool_queue_started(&pool, &s.reqs[i], false), 0);
+	cr_assert(wait_for(&s, total_is, N), "%u of %u done", atomic_load(&s.total), N);
+	for (unsigned i = 0; i < N; i++) {
+		cr_assert_eq(atomic_load(&s.dones[i]), 1, "request %u: %u dones", i,
+			     atomic_load(&s.dones[i]));
+		cr_assert_eq(s.res[i], expect(&s.reqs[i]));
+	}
+	cr_assert_gt(atomic_load(&collects), 0, "no collect");
+	cr_assert_gt(atomic_load(&collected), 0);
+	cr_assert_eq(atomic_load(&s.running) + atomic_load(&collected), N,
+		     "%u run, %u collected", atomic_load(&s.running), atomic_load(&collected));
+	fsaio__pool_stop(&pool);
+	fsaio__pool_fini(&pool);
+	sink_fini(&s);
+}

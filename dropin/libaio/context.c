@@ -456,7 +456,7 @@ static void print_stats(struct shim_ctx *c, const char *when)
 		"(straight to the ring %llu), bytes by io_uring %llu, ring completions "
 		"taken by the waiting caller %llu, by the ring thread %llu, reaper sleeps "
 		"%llu, wake-ups %llu, stream hits %llu, readahead calls %llu, batched attempts "
-		"%llu (reads %llu), batches refused %llu\n",
+		"%llu (reads %llu), batches refused %llu, pool reads collected %llu\n",
 		(void *)c->ring, when, (unsigned long long)st.requests,
 		(unsigned long long)st.completed_inline, (unsigned long long)st.partial_inline,
 		(unsigned long long)st.queued, (unsigned long long)st.retries,
@@ -469,7 +469,7 @@ static void print_stats(struct shim_ctx *c, const char *when)
 		(unsigned long long)st.reaper_sleeps, (unsigned long long)st.reaper_wakeups,
 		(unsigned long long)st.stream_hits, (unsigned long long)st.readahead_calls,
 		(unsigned long long)st.batch_calls, (unsigned long long)st.batch_requests,
-		(unsigned long long)st.batch_refused);
+		(unsigned long long)st.batch_refused, (unsigned long long)st.pool_collected);
 }
 
 /* FSAIO_STATS at exit: the counters of the contexts still open, as a

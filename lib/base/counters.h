@@ -26,6 +26,7 @@ struct fsaio__counters {
 	 * reads they attempted, batches done one by one for want of a
 	 * kernel AIO context */
 	_Atomic uint64_t batch_calls, batch_requests, batch_refused;
+	_Atomic uint64_t pool_collected;
 };
 
 #define FSAIO__COUNT(st, field, n) \

@@ -172,8 +172,10 @@ static unsigned take_waited(uint64_t id, int64_t *res, unsigned n, unsigned want
 	return got;
 }
 
-unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
-			       int64_t *res)
+/* One io_submit of r[0..n): how many answered; *refused when the kernel
+ * gives no AIO context. */
+static unsigned batch(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
+		      int64_t *res, bool *refused)
 {
 	struct iocb cbs[FSAIO__RW_BATCH_MAX], *ptrs[FSAIO__RW_BATCH_MAX];
 	struct kaio_ring *ring;
@@ -186,7 +188,7 @@ unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const 
 		return 0;
 	if (!have_context(k)) {
 		pthread_mutex_unlock(&k->lock);
-		FSAIO__COUNT(k->st, batch_refused, 1);
+		*refused = true;
 		return 0;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -222,9 +224,28 @@ unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const 
 		k->id = 0;
 	}
 	pthread_mutex_unlock(&k->lock);
+	return (unsigned)m;
+}
+
+unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
+			       int64_t *res)
+{
+	bool refused = false;
+	unsigned m = batch(k, r, n, res, &refused);
+
+	if (refused)
+		FSAIO__COUNT(k->st, batch_refused, 1);
 	if (m) {
 		FSAIO__COUNT(k->st, batch_calls, 1);
 		FSAIO__COUNT(k->st, batch_requests, (uint64_t)m);
 	}
-	return (unsigned)m;
+	return m;
+}
+
+unsigned fsaio__rw_batch_again(struct fsaio__rw_batch *k, struct fsaio_req *const *r,
+			       unsigned n, int64_t *res)
+{
+	bool refused = false;
+
+	return batch(k, r, n, res, &refused);
 }

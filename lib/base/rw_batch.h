@@ -47,5 +47,9 @@ bool fsaio__rw_batchable(const struct fsaio_req *r);
  */
 unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
 			       int64_t *res);
+/* The same for reads whose disk reads were started and may have landed
+ * (the pool's collect): not counted as a call's first attempts. */
+unsigned fsaio__rw_batch_again(struct fsaio__rw_batch *k, struct fsaio_req *const *r,
+			       unsigned n, int64_t *res);
 
 #endif /* FSAIO_RW_BATCH_H */

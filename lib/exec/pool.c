@@ -114,6 +114,16 @@ static void fifo_unlink(struct fsaio__pool *p, struct fsaio_req *r)
 	p->queued--;
 }
 
+/* Queued r is this pool's, in the place it says: not a copy of one. */
+static bool queued_here(struct fsaio__pool *p, const struct fsaio_req *r)
+{
+	if (r == p->in_start)
+		return true;
+	if (r->exec_ == TO_START)
+		return FSAIO__LIST_HAS(p->to_start, r, next_, prev_);
+	return FSAIO__LIST_HAS(p->head, r, next_, prev_);
+}
+
 /* Take queued r back from where it waits (the FIFO, the starter's list, or
  * the starter's hands), under lock. */
 static void take(struct fsaio__pool *p, struct fsaio_req *r)
@@ -157,6 +167,68 @@ static bool idle_wait(struct fsaio__pool *p)
 			p->signalled--;
 	}
 	return false;
+}
+
+/* The most started reads looked at in one collect. */
+#define COLLECT_MAX 64
+
+/* Started reads r[0..n) taken from the FIFO's head go back there, in their
+ * order, under lock; at stop they end as stop ends the FIFO's (the lock is
+ * dropped around their completions). */
+static void put_back(struct fsaio__pool *p, struct fsaio_req **r, unsigned n)
+{
+	if (p->stopping) {
+		pthread_mutex_unlock(&p->lock);
+		for (unsigned i = 0; i < n; i++)
+			p->ops->done(p->arg, r[i], -ECANCELED);
+		pthread_mutex_lock(&p->lock);
+		return;
+	}
+	for (unsigned i = n; i-- > 0;) {
+		FSAIO__LIST_PREPEND(p->head, p->tail, r[i], next_, prev_);
+		p->queued++;
+		fsaio__state_set(r[i], FSAIO__QUEUED);
+	}
+}
+
+/*
+ * After a worker's wait for the oldest started read ends, the started
+ * reads queued behind it have often landed too: they are taken from the
+ * FIFO's head (in order, RUNNING meanwhile, so cancel answers -EBUSY) and
+ * given to ops->collect, which finishes the landed ones in one go; the
+ * others go back to the head. Under lock, dropped around collect and the
+ * completions.
+ */
+static void collect_landed(struct fsaio__pool *p)
+{
+	struct fsaio_req *r[COLLECT_MAX];
+	int64_t res[COLLECT_MAX];
+	unsigned n = 0, later = 0;
+
+	if (!p->ops->collect)
+		return;
+	/* One alone is the next worker's to wait for. */
+	if (!p->head || !p->head->next_ || p->head->exec_ != STARTED ||
+	    p->head->next_->exec_ != STARTED || p->stopping)
+		return;
+	while (n < COLLECT_MAX && p->head && p->head->exec_ == STARTED) {
+		r[n] = p->head;
+		fifo_unlink(p, r[n]);
+		fsaio__state_set(r[n], FSAIO__RUNNING);
+		res[n++] = FSAIO__POOL_LATER;
+	}
+	p->running += n;
+	pthread_mutex_unlock(&p->lock);
+	p->ops->collect(p->arg, r, n, res);
+	for (unsigned i = 0; i < n; i++) {
+		if (res[i] == FSAIO__POOL_LATER)
+			r[later++] = r[i];
+		else
+			p->ops->done(p->arg, r[i], res[i]);
+	}
+	pthread_mutex_lock(&p->lock);
+	p->running -= n;
+	put_back(p, r, later);
 }
 
 static void *worker(void *arg)
@@ -204,6 +276,8 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&p->lock);
 		p->running--;
 		p->waiting -= started;
+		if (started)
+			collect_landed(p);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -393,7 +467,9 @@ int fsaio__pool_cancel(struct fsaio__pool *p, struct fsaio_req *r)
 	int ret = -EBUSY;
 
 	pthread_mutex_lock(&p->lock);
-	if (fsaio__state_get(r) == FSAIO__QUEUED) {
+	if (fsaio__state_get(r) == FSAIO__QUEUED && !queued_here(p, r)) {
+		ret = -EINVAL;
+	} else if (fsaio__state_get(r) == FSAIO__QUEUED) {
 		take(p, r);
 		fsaio__state_set(r, FSAIO__RUNNING);
 		ret = 0;

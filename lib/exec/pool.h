@@ -31,7 +31,15 @@ struct fsaio__pool_ops {
 	/* Start the disk reads (readahead) of r, a copy of a queued request
 	 * that may end meanwhile, on the starter thread: whether they were. */
 	bool (*start)(void *arg, const struct fsaio_req *r);
+	/* Finish without waiting those of started reads r[0..n) whose pages
+	 * have landed: res[i] set for each one finished (its end), left at
+	 * FSAIO__POOL_LATER for the others (some progress may be recorded in
+	 * them). Optional. */
+	void (*collect)(void *arg, struct fsaio_req *const *r, unsigned n, int64_t *res);
 };
+
+/* collect's answer for a request that must still be waited for. */
+#define FSAIO__POOL_LATER INT64_MIN
 
 /* One worker thread's place; [max] of them, reused once a worker retires. */
 struct fsaio__worker {

@@ -64,7 +64,8 @@ T_ASSERT(stats_blocking_inline, offsetof(struct fsaio_stats, blocking_inline) ==
 T_ASSERT(stats_batch_calls, offsetof(struct fsaio_stats, batch_calls) == 184);
 T_ASSERT(stats_batch_requests, offsetof(struct fsaio_stats, batch_requests) == 192);
 T_ASSERT(stats_batch_refused, offsetof(struct fsaio_stats, batch_refused) == 200);
-T_ASSERT(stats_reserved, offsetof(struct fsaio_stats, reserved) == 208);
+T_ASSERT(stats_pool_collected, offsetof(struct fsaio_stats, pool_collected) == 208);
+T_ASSERT(stats_reserved, offsetof(struct fsaio_stats, reserved) == 216);
 #endif
 
 T_ASSERT(op_pread, FSAIO_OP_PREAD == 1);

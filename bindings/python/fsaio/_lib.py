@@ -85,12 +85,12 @@ STATS_FIELDS = (
     "prefetched_bytes", "stream_hits", "uring_submissions", "bytes_uring",
     "reaper_sleeps", "reaper_wakeups", "straight_to_ring",
     "ring_reaped_caller", "ring_reaped_thread", "blocking_inline",
-    "batch_calls", "batch_requests", "batch_refused",
+    "batch_calls", "batch_requests", "batch_refused", "pool_collected",
 )
 
 
 class Stats(Structure):
-    _fields_ = [(name, c_uint64) for name in STATS_FIELDS] + [("reserved", c_uint64 * 6)]
+    _fields_ = [(name, c_uint64) for name in STATS_FIELDS] + [("reserved", c_uint64 * 5)]
 
 
 class Timespec(Structure):
