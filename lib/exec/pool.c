@@ -275,9 +275,11 @@ static void *worker(void *arg)
 		p->ops->done(p->arg, r, p->ops->run(p->arg, r));
 		pthread_mutex_lock(&p->lock);
 		p->running--;
-		p->waiting -= started;
+		/* Still counted as waiting while it collects: it takes the
+		 * next started read after, and no other worker is needed. */
 		if (started)
 			collect_landed(p);
+		p->waiting -= started;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
