@@ -370,3 +370,20 @@ void bp_files_fini(void)
 	if (bp_fd_direct >= 0)
 		close(bp_fd_direct);
 }
+
+void bp_say_data(const char *b, enum bp_kind k, long long res)
+{
+	size_t n = res > 0 ? (size_t)res : 0;
+
+	if (k == BP_STRADDLE && n > BP_DATA_GOOD)
+		n = BP_DATA_GOOD;
+	if (!n || !(k == BP_GOOD || k == BP_MISALIGNED || k == BP_STRADDLE))
+		return;
+	bp_say(bp_data_ok(b, n, 0) ? "data ok" : "data BAD");
+}
+
+void bp_unmap_after(void *p, size_t n, enum bp_kind k)
+{
+	if (k == BP_AFTER)
+		munmap(p, (n + 4095) / 4096 * 4096);
+}

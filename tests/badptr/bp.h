@@ -114,6 +114,17 @@ extern int bp_fd_read, bp_fd_write, bp_fd_direct;
 uint8_t bp_byte(uint64_t off);
 /* Does buf hold the file's n bytes at off? */
 bool bp_data_ok(const void *buf, size_t n, uint64_t off);
+
+/* A data buffer's size in the buffer cases, and its good part when it
+ * straddles into a bad page. */
+#define BP_DATA 8192
+#define BP_DATA_GOOD 4196
+/* The bytes a read at 0 brought into b (of kind k), said where they can
+ * be read back ("data ok" or "data BAD"). */
+void bp_say_data(const char *b, enum bp_kind k, long long res);
+/* BP_AFTER: give the memory back as soon as the submit call returned (a
+ * read of cached pages, bp_warm, is done by then). */
+void bp_unmap_after(void *p, size_t n, enum bp_kind k);
 void bp_files_init(void);
 void bp_files_fini(void);
 /* Bring [off, off + len) of fd into the page cache, and check that it is

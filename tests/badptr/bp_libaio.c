@@ -337,68 +337,43 @@ static void c_submit_iocb0(unsigned w, enum bp_kind k) { submit_iocb(w, k, 0); }
 static void c_submit_iocb1(unsigned w, enum bp_kind k) { submit_iocb(w, k, 1); }
 
 /* Data buffers of 8192 bytes; a straddling one has 4196 good bytes. */
-#define DATA 8192
-#define DATA_GOOD 4196
-
-/* The bytes a read at 0 brought into b (of kind k), where they can be
- * read back. */
-static void say_data(const char *b, enum bp_kind k, long long res)
-{
-	size_t n = res > 0 ? (size_t)res : 0;
-
-	if (k == BP_STRADDLE && n > DATA_GOOD)
-		n = DATA_GOOD;
-	if (!n || !(k == BP_GOOD || k == BP_MISALIGNED || k == BP_STRADDLE))
-		return;
-	bp_say(bp_data_ok(b, n, 0) ? "data ok" : "data BAD");
-}
-
-/* BP_AFTER: the memory is given back as soon as the submit call returns.
- * A buffered read of cached pages (bp_warm) is done by then, on the kernel
- * and through the drop-in alike. */
-static void unmap_after(void *p, size_t n, enum bp_kind k)
-{
-	if (k == BP_AFTER)
-		munmap(p, (n + 4095) / 4096 * 4096);
-}
-
 static void c_submit_pread_buf(unsigned w, enum bp_kind k)
 {
 	struct iocb cb, *list[1] = { &cb };
-	size_t n = k == BP_AFTER ? 4096 : DATA;
+	size_t n = k == BP_AFTER ? 4096 : BP_DATA;
 	char *b;
 
 	way = w;
 	make_ctx();
-	b = bp_place(k, NULL, n, DATA_GOOD);
+	b = bp_place(k, NULL, n, BP_DATA_GOOD);
 	io_prep_pread(&cb, bp_fd_read, b, n, 0);
 	bp_track("r0", &cb);
 	if (k == BP_AFTER)
 		bp_warm(bp_fd_read, 0, n);
 	CALL(raw_submit(ctx, 1, list));
-	unmap_after(b, n, k);
+	bp_unmap_after(b, n, k);
 	say_call();
 	outstanding = (int)accepted();
 	reap();
 	if (k != BP_AFTER)
-		say_data(b, k, res_of("r0"));
+		bp_say_data(b, k, res_of("r0"));
 }
 
 static void c_submit_pwrite_buf(unsigned w, enum bp_kind k)
 {
-	static char pat[DATA];
+	static char pat[BP_DATA];
 	struct iocb cb, *list[1] = { &cb };
-	size_t n = k == BP_AFTER ? 4096 : DATA;
+	size_t n = k == BP_AFTER ? 4096 : BP_DATA;
 	char *b;
 
 	way = w;
 	make_ctx();
 	memset(pat, 'w', sizeof(pat));
-	b = bp_place(k, pat, n, DATA_GOOD);
+	b = bp_place(k, pat, n, BP_DATA_GOOD);
 	io_prep_pwrite(&cb, bp_fd_write, b, n, 0);
 	bp_track("w0", &cb);
 	CALL(raw_submit(ctx, 1, list));
-	unmap_after(b, n, k);
+	bp_unmap_after(b, n, k);
 	say_call();
 	outstanding = (int)accepted();
 	reap();
@@ -419,12 +394,12 @@ static void c_submit_direct_buf(unsigned w, enum bp_kind k)
 	io_prep_pread(&cb, bp_fd_direct, b, 4096, 0);
 	bp_track("r0", &cb);
 	CALL(raw_submit(ctx, 1, list));
-	unmap_after(b, 4096, k);
+	bp_unmap_after(b, 4096, k);
 	say_call();
 	outstanding = (int)accepted();
 	reap();
 	if (k != BP_AFTER)
-		say_data(b, k, res_of("r0"));
+		bp_say_data(b, k, res_of("r0"));
 }
 
 /* A vectored request of two 4096-byte buffers, its iovec array of kind k
@@ -452,7 +427,7 @@ static void submit_vec_array(unsigned w, enum bp_kind k, bool read)
 	if (read && k == BP_AFTER)
 		bp_warm(bp_fd_read, 0, 8192);
 	CALL(raw_submit(ctx, 1, list));
-	unmap_after(v, sizeof(iov), k);
+	bp_unmap_after(v, sizeof(iov), k);
 	say_call();
 	outstanding = (int)accepted();
 	reap();

@@ -251,34 +251,12 @@ static const char *x_submit_req1(enum bp_kind k)
 }
 
 /* Data buffers of 8192 bytes; a straddling one has 4196 good bytes. */
-#define DATA 8192
-#define DATA_GOOD 4196
-
-static void say_data(const char *b, enum bp_kind k, long long res)
-{
-	size_t n = res > 0 ? (size_t)res : 0;
-
-	if (k == BP_STRADDLE && n > DATA_GOOD)
-		n = DATA_GOOD;
-	if (!n || !(k == BP_GOOD || k == BP_MISALIGNED || k == BP_STRADDLE))
-		return;
-	bp_say(bp_data_ok(b, n, 0) ? "data ok" : "data BAD");
-}
-
-/* BP_AFTER: the memory is given back as soon as fsaio_submit returns; a
- * read of cached pages (bp_warm) is complete by then. */
-static void unmap_after(void *p, size_t n, enum bp_kind k)
-{
-	if (k == BP_AFTER)
-		munmap(p, (n + 4095) / 4096 * 4096);
-}
-
 static void c_pread_buf(unsigned w, enum bp_kind k)
 {
 	struct fsaio_req r;
 	struct fsaio_req *list[1] = { &r };
-	size_t n = k == BP_AFTER ? 4096 : DATA;
-	char *b = bp_place(k, NULL, n, DATA_GOOD);
+	size_t n = k == BP_AFTER ? 4096 : BP_DATA;
+	char *b = bp_place(k, NULL, n, BP_DATA_GOOD);
 
 	(void)w;
 	make_ctx();
@@ -287,12 +265,12 @@ static void c_pread_buf(unsigned w, enum bp_kind k)
 	if (k == BP_AFTER)
 		bp_warm(bp_fd_read, 0, n);
 	CALL(fsaio_submit(ctx, list, 1));
-	unmap_after(b, n, k);
+	bp_unmap_after(b, n, k);
 	say_call();
 	outstanding = accepted();
 	reap();
 	if (k != BP_AFTER)
-		say_data(b, k, res_of("r0"));
+		bp_say_data(b, k, res_of("r0"));
 }
 
 static const char *x_pread_buf(enum bp_kind k)
@@ -317,20 +295,20 @@ static const char *x_pread_buf(enum bp_kind k)
 
 static void c_pwrite_buf(unsigned w, enum bp_kind k)
 {
-	static char pat[DATA];
+	static char pat[BP_DATA];
 	struct fsaio_req r;
 	struct fsaio_req *list[1] = { &r };
-	size_t n = k == BP_AFTER ? 4096 : DATA;
+	size_t n = k == BP_AFTER ? 4096 : BP_DATA;
 	char *b;
 
 	(void)w;
 	make_ctx();
 	memset(pat, 'w', sizeof(pat));
-	b = bp_place(k, pat, n, DATA_GOOD);
+	b = bp_place(k, pat, n, BP_DATA_GOOD);
 	fsaio_prep_pwrite(&r, bp_fd_write, b, n, 0);
 	bp_track("w0", &r);
 	CALL(fsaio_submit(ctx, list, 1));
-	unmap_after(b, n, k);
+	bp_unmap_after(b, n, k);
 	say_call();
 	outstanding = accepted();
 	reap();
@@ -372,7 +350,7 @@ static void c_preadv_iov(unsigned w, enum bp_kind k)
 	if (k == BP_AFTER)
 		bp_warm(bp_fd_read, 0, 8192);
 	CALL(fsaio_submit(ctx, list, 1));
-	unmap_after(v, sizeof(iov), k);
+	bp_unmap_after(v, sizeof(iov), k);
 	say_call();
 	outstanding = accepted();
 	reap();
