@@ -185,6 +185,7 @@ static int ctx_create_body(const struct fsaio_params *up, fsaio_ctx_t **ctxp)
 		return -ENOMEM;
 	}
 	ctx->parts.fork_gen = atomic_load(&fsaio__fork_gen);
+	ctx->parts.magic = FSAIO__CTX_MAGIC;
 	ctx->parts.flags = p->flags;
 	ctx->parts.backend = fsaio__backend_param(p->miss_backend);
 	ctx->parts.st = &ctx->st;
@@ -252,14 +253,15 @@ FSAIO__API int fsaio_ctx_create(const struct fsaio_params *p, fsaio_ctx_t **ctxp
 static int ctx_destroy_body(fsaio_ctx_t *ctx)
 {
 	int saved = errno;
+	unsigned gen;
 	bool live;
 
-	if (!ctx)
+	if (!fsaio__ctx_is(ctx, &gen))
 		return -EINVAL;
 	/* Not live in a forked child: the workers are not ours and the locks
 	 * may be held by threads that do not exist here. Each part is then
 	 * forgotten (its memory and fds freed) rather than finished. */
-	live = fsaio__ctx_ok(ctx);
+	live = gen == atomic_load(&fsaio__fork_gen);
 	if (live) {
 		/* The ring and the poller first: their threads may hand a
 		 * remainder to the pool. */
@@ -275,6 +277,7 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 	(live ? fsaio__poller_fini : fsaio__poller_forget)(&ctx->poller);
 	(live ? fsaio__cq_fini : fsaio__cq_forget)(&ctx->cq);
 	(live ? fsaio__fdtable_fini : fsaio__fdtable_forget)(&ctx->fdt);
+	ctx->parts.magic = 0;
 	free(ctx);
 	errno = saved;
 	return 0;

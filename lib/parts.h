@@ -25,6 +25,7 @@ struct fsaio__rw_batch;
 
 struct fsaio__parts {
 	unsigned fork_gen;      /* immutable: fsaio__fork_gen at creation (fork.h) */
+	uint32_t magic;         /* FSAIO__CTX_MAGIC from creation until destroy (fork.h) */
 	uint32_t flags;         /* immutable: FSAIO_CTX_* */
 	uint32_t backend;       /* immutable: enum fsaio_backend, after FSAIO_BACKEND */
 	/* immutable pointers into the context; each part keeps its own rules */
