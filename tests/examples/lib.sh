@@ -13,6 +13,24 @@ trap 'rm -rf "$dir"' EXIT
 # random FILE BYTES: a file of random bytes.
 random() { head -c "$2" /dev/urandom >"$1"; }
 
+# The files the event-loop examples count: random bytes small and large, a
+# text, one without a final newline, an empty one ($dir/r1, r2, text,
+# short, empty).
+count_files() {
+	random "$dir/r1" 65536
+	random "$dir/r2" 3000007
+	seq 1 100000 >"$dir/text"
+	printf 'no newline' >"$dir/short"
+	: >"$dir/empty"
+}
+
+# wc_counts FILE...: what wc(1) counts for each, as those examples print it.
+wc_counts() {
+	for f in "$@"; do
+		echo "$f: $(wc -c <"$f") bytes, $(wc -l <"$f") lines"
+	done
+}
+
 # cold FILE...: write the files back and drop them from the page cache, so
 # that reads of them miss and are carried by the engine's workers.
 cold() {
