@@ -202,7 +202,8 @@ int fsaio__carry(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__batch
 	int err;
 
 	/* Every way on but UNTRIED's attempt and inline write may reach a
-	 * cancellation point (fsaio__ra_start reads sysfs). */
+	 * cancellation point (where the pool has no starter thread, the
+	 * submitter starts a miss's reads itself: fsaio__ra_start reads sysfs). */
 	if (why != FSAIO__WHY_UNTRIED)
 		fsaio__batch_nocancel(b);
 	if (why == FSAIO__WHY_MISS && (r->hints_ & FSAIO__HINT_SEQ))
