@@ -43,6 +43,9 @@ case $mode in
 kernel) md_prefix=() ;;
 shim) md_prefix=(env FSAIO_STATS=1 "$run") ;;
 shim-async-writes) md_prefix=(env FSAIO_STATS=1 FSAIO_ASYNC_WRITES=1 "$run") ;;
+# io_uring refused as a container's seccomp profile refuses it (EPERM):
+# the engine's misses go to its worker pool.
+shim-no-uring) md_prefix=(env FSAIO_STATS=1 "$FSAIO_DENY_URING" --errno=EPERM "$run") ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
 md_opts=()
@@ -117,6 +120,12 @@ served() {
 	echo "the drop-in carried $n requests, $away of them past io_submit"
 	[ "${2:-}" != cold ] || [ "$away" -gt 0 ] ||
 		fail "error log $1: the files were cold, yet every request completed inline"
+	if [ "$mode" = shim-no-uring ]; then
+		[ "$(counter "$1" "io_uring SQEs")" = 0 ] ||
+			fail "error log $1: io_uring SQEs under a filter that refuses io_uring"
+		[ "${2:-}" != cold ] || [ "$(counter "$1" queued)" -gt 0 ] ||
+			fail "error log $1: the files were cold, yet the worker pool carried nothing"
+	fi
 }
 
 # rw EVENTS: sysbench read-write transactions, all of which must be done
