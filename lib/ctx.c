@@ -56,9 +56,10 @@ static void pool_done(void *arg, struct fsaio_req *r, int64_t res)
 	fsaio__complete(arg, r, res, NULL);
 }
 
-static bool pool_start(void *arg, const struct fsaio_req *r)
+static void pool_start(void *arg, const struct fsaio_req *r, unsigned n, bool *started)
 {
-	return fsaio__ra_start(fsaio__parts((struct fsaio_ctx *)arg)->ra, r);
+	fsaio__ra_start_many(fsaio__parts((struct fsaio_ctx *)arg)->ra, &((struct fsaio_ctx *)arg)->rwb_start,
+			     r, n, started);
 }
 
 static void pool_collect(void *arg, struct fsaio_req *const *r, unsigned n, int64_t *res)
@@ -219,6 +220,7 @@ static int ctx_create_body(const struct fsaio_params *up, fsaio_ctx_t **ctxp)
 	fsaio__ra_init(&ctx->ra, p->flags & FSAIO_CTX_NO_READAHEAD, &ctx->st, &ctx->fdt,
 		       ra_queue_job, ra_pool_full, ctx);
 	fsaio__rw_batch_init(&ctx->rwb, &ctx->st);
+	fsaio__rw_batch_init(&ctx->rwb_start, &ctx->st);
 	if (fsaio__copy_user(ctxp, &ctx, sizeof(ctx))) {
 		ctx_destroy_body(ctx);
 		errno = saved;
@@ -273,6 +275,7 @@ static int ctx_destroy_body(fsaio_ctx_t *ctx)
 	}
 	fsaio__ra_fini(&ctx->ra);    /* after the workers that run its prefetch jobs */
 	(live ? fsaio__rw_batch_fini : fsaio__rw_batch_forget)(&ctx->rwb);
+	(live ? fsaio__rw_batch_fini : fsaio__rw_batch_forget)(&ctx->rwb_start);
 	(live ? fsaio__pool_fini : fsaio__pool_forget)(&ctx->pool);
 	(live ? fsaio__poller_fini : fsaio__poller_forget)(&ctx->poller);
 	(live ? fsaio__cq_fini : fsaio__cq_forget)(&ctx->cq);

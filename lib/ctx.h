@@ -45,6 +45,9 @@ struct fsaio_ctx {
 	struct fsaio__uring_exec uring; /* uring.h: its own rules */
 	struct fsaio__readahead ra; /* readahead.c: its own rules */
 	struct fsaio__rw_batch rwb; /* rw_batch.h: its own rules */
+	/* The same for the pool's starter: the disk reads of misses started
+	 * together (readahead.c, fsaio__ra_start_many). */
+	struct fsaio__rw_batch rwb_start;
 };
 
 #endif /* FSAIO_CTX_H */

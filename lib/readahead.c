@@ -44,6 +44,7 @@
 #include "fdtable.h"
 #include "pool.h"
 #include "probe.h"
+#include "rw_batch.h"
 #include "readahead.h"
 #include "req.h"
 
@@ -445,6 +446,35 @@ bool fsaio__ra_start(struct fsaio__readahead *owner, const struct fsaio_req *r)
 	 * hint, EBADF or a readahead of another file at worst. */
 	return do_readahead(NULL, fsaio__fd(r), (uint64_t)r->offset + r->done_, total - r->done_,
 			    ra_limit(owner, r->fd));
+}
+
+void fsaio__ra_start_many(struct fsaio__readahead *owner, struct fsaio__rw_batch *k,
+			  const struct fsaio_req *r, unsigned n, bool *started)
+{
+	const struct fsaio_req *todo[FSAIO__RW_BATCH_MAX];
+	unsigned at[FSAIO__RW_BATCH_MAX], m = 0, sent;
+	struct fsaio__ra *ra = ra_get(owner);
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct fsaio_req *q = &r[i];
+		uint64_t left = fsaio__total(q) - q->done_;
+
+		started[i] = false;
+		if (!ra || ra->off || fsaio__is_write(q) || !fsaio__is_rw(q) || q->done_ >= fsaio__total(q))
+			continue;
+		if (q->hints_ & FSAIO__HINT_KERNEL_RA)
+			started[i] = true;
+		else if (m < FSAIO__RW_BATCH_MAX && left <= FSAIO__RW_BATCH_START_MAX &&
+			 ra_limit(owner, q->fd) >= left) {
+			todo[m] = q;
+			at[m++] = i;
+		} else {
+			started[i] = fsaio__ra_start(owner, q);
+		}
+	}
+	sent = m ? fsaio__rw_batch_start(k, todo, m) : 0;
+	for (unsigned j = 0; j < m; j++)
+		started[at[j]] = j < sent || fsaio__ra_start(owner, todo[j]);
 }
 
 void fsaio__ra_init(struct fsaio__readahead *ra, bool disabled, struct fsaio__counters *st,

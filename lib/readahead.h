@@ -11,6 +11,7 @@
 
 struct fsaio__job;
 struct fsaio__ra;
+struct fsaio__rw_batch;
 
 /*
  * A context's readahead, embedded in it: the table, made on first use, and
@@ -51,5 +52,10 @@ bool fsaio__ra_startable(struct fsaio__readahead *ra, const struct fsaio_req *r)
  * (the pool's starter thread: it may wait for the device's queue). Whether
  * they are under way. */
 bool fsaio__ra_start(struct fsaio__readahead *ra, const struct fsaio_req *r);
+/* The same for r[0..n) at once, started[i] set for each: those whose range
+ * fits a start batch (rw_batch.c) with one io_submit of k, the others (and
+ * all where k cannot) one by one as fsaio__ra_start. */
+void fsaio__ra_start_many(struct fsaio__readahead *ra, struct fsaio__rw_batch *k,
+			  const struct fsaio_req *r, unsigned n, bool *started);
 
 #endif /* FSAIO_READAHEAD_H */

@@ -22,9 +22,18 @@
  * the system's aio-max-nr. Where io_setup is refused (seccomp, aio-max-nr
  * used up), every batch is attempted one by one and counted
  * (batch_refused).
+ *
+ * The same call starts disk reads (fsaio__rw_batch_start): a buffered
+ * read's RWF_NOWAIT miss starts the kernel's readahead of the missed range
+ * before it answers -EAGAIN, as io_uring's first attempt does, so one
+ * io_submit starts a whole list of misses where readahead(2) takes one
+ * call each, and the block layer sends them to the device as one plugged
+ * batch. Those reads go to a scratch buffer of the context's: what a read
+ * copies is thrown away, the requests' own buffers are never touched.
  */
 #include <errno.h>
 #include <linux/aio_abi.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -63,6 +72,7 @@ void fsaio__rw_batch_init(struct fsaio__rw_batch *k, struct fsaio__counters *st)
 {
 	pthread_mutex_init(&k->lock, NULL);
 	k->id = 0;
+	k->scratch = NULL;
 	k->st = st;
 }
 
@@ -70,6 +80,7 @@ void fsaio__rw_batch_fini(struct fsaio__rw_batch *k)
 {
 	if (k->id && k->id != RW_BATCH_NONE)
 		(void)fsaio__raw6(SYS_io_destroy, (long)k->id, 0, 0, 0, 0, 0);
+	free(k->scratch);
 	pthread_mutex_destroy(&k->lock);
 }
 
@@ -77,6 +88,8 @@ void fsaio__rw_batch_forget(struct fsaio__rw_batch *k)
 {
 	/* A child does not inherit its parent's AIO contexts. */
 	k->id = 0;
+	free(k->scratch);
+	k->scratch = NULL;
 }
 
 bool fsaio__rw_batchable(const struct fsaio_req *r)
@@ -101,6 +114,19 @@ static bool have_context(struct fsaio__rw_batch *k)
 	}
 	k->id = (uint64_t)id;
 	return true;
+}
+
+/* A start's read of r: its remaining range into the scratch buffer. */
+static void fill_start(struct iocb *cb, const struct fsaio_req *r, unsigned i, void *scratch)
+{
+	memset(cb, 0, sizeof(*cb));
+	cb->aio_data = i;
+	cb->aio_fildes = (uint32_t)fsaio__fd(r);
+	cb->aio_offset = r->offset + (int64_t)r->done_;
+	cb->aio_nbytes = fsaio__total(r) - r->done_;
+	cb->aio_buf = (uint64_t)(uintptr_t)scratch;
+	cb->aio_lio_opcode = IOCB_CMD_PREAD;
+	cb->aio_rw_flags = RWF_NOWAIT;
 }
 
 static void fill(struct iocb *cb, const struct fsaio_req *r, unsigned i)
@@ -173,9 +199,10 @@ static unsigned take_waited(uint64_t id, int64_t *res, unsigned n, unsigned want
 }
 
 /* One io_submit of r[0..n): how many answered; *refused when the kernel
- * gives no AIO context. */
-static unsigned batch(struct fsaio__rw_batch *k, struct fsaio_req *const *r, unsigned n,
-		      int64_t *res, bool *refused)
+ * gives no AIO context. A start (start true) reads each one's remaining
+ * range into the scratch buffer with RWF_NOWAIT, and may be of one. */
+static unsigned batch(struct fsaio__rw_batch *k, const struct fsaio_req *const *r, unsigned n,
+		      int64_t *res, bool *refused, bool start)
 {
 	struct iocb cbs[FSAIO__RW_BATCH_MAX], *ptrs[FSAIO__RW_BATCH_MAX];
 	struct kaio_ring *ring;
@@ -184,15 +211,22 @@ static unsigned batch(struct fsaio__rw_batch *k, struct fsaio_req *const *r, uns
 
 	if (n > FSAIO__RW_BATCH_MAX)
 		n = FSAIO__RW_BATCH_MAX;
-	if (n < 2 || pthread_mutex_trylock(&k->lock))
+	if (n < (start ? 1u : 2u) || pthread_mutex_trylock(&k->lock))
 		return 0;
 	if (!have_context(k)) {
 		pthread_mutex_unlock(&k->lock);
 		*refused = true;
 		return 0;
 	}
+	if (start && !k->scratch && !(k->scratch = malloc(FSAIO__RW_BATCH_START_MAX))) {
+		pthread_mutex_unlock(&k->lock);
+		return 0;
+	}
 	for (unsigned i = 0; i < n; i++) {
-		fill(&cbs[i], r[i], i);
+		if (start)
+			fill_start(&cbs[i], r[i], i, k->scratch);
+		else
+			fill(&cbs[i], r[i], i);
 		ptrs[i] = &cbs[i];
 	}
 	do
@@ -219,7 +253,7 @@ static unsigned batch(struct fsaio__rw_batch *k, struct fsaio_req *const *r, uns
 		 * -EIO. */
 		for (long i = 0; i < m; i++)
 			if (res[i] == NO_ANSWER)
-				res[i] = fsaio__is_write(r[i]) ? -EIO : -EAGAIN;
+				res[i] = fsaio__is_write(r[i]) && !start ? -EIO : -EAGAIN;
 		(void)fsaio__raw6(SYS_io_destroy, (long)k->id, 0, 0, 0, 0, 0);
 		k->id = 0;
 	}
@@ -231,7 +265,7 @@ unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const 
 			       int64_t *res)
 {
 	bool refused = false;
-	unsigned m = batch(k, r, n, res, &refused);
+	unsigned m = batch(k, (const struct fsaio_req *const *)r, n, res, &refused, false);
 
 	if (refused)
 		FSAIO__COUNT(k->st, batch_refused, 1);
@@ -247,5 +281,14 @@ unsigned fsaio__rw_batch_again(struct fsaio__rw_batch *k, struct fsaio_req *cons
 {
 	bool refused = false;
 
-	return batch(k, r, n, res, &refused);
+	return batch(k, (const struct fsaio_req *const *)r, n, res, &refused, false);
+}
+
+unsigned fsaio__rw_batch_start(struct fsaio__rw_batch *k, const struct fsaio_req *const *r,
+			       unsigned n)
+{
+	int64_t res[FSAIO__RW_BATCH_MAX];
+	bool refused = false;
+
+	return batch(k, r, n, res, &refused, true);
 }

@@ -15,6 +15,8 @@
 
 /* The most reads one batch attempts, and the events its context holds. */
 #define FSAIO__RW_BATCH_MAX 64
+/* The largest remaining range a start reads (its scratch buffer's size). */
+#define FSAIO__RW_BATCH_START_MAX (64u * 1024)
 
 struct fsaio__rw_batch {
 	/* One batch at a time: taken with trylock, so a submitter that finds
@@ -23,6 +25,9 @@ struct fsaio__rw_batch {
 	/* lock: 0 until the first batch makes the context, then its
 	 * aio_context_t, or RW_BATCH_NONE where the kernel refused one. */
 	uint64_t id;
+	/* lock: made at the first start, FSAIO__RW_BATCH_START_MAX bytes that
+	 * starts read into and nobody reads. */
+	void *scratch;
 	struct fsaio__counters *st;     /* immutable after init */
 };
 
@@ -51,5 +56,18 @@ unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const 
  * (the pool's collect): not counted as a call's first attempts. */
 unsigned fsaio__rw_batch_again(struct fsaio__rw_batch *k, struct fsaio_req *const *r,
 			       unsigned n, int64_t *res);
+
+/*
+ * Start the disk reads of r[0..n) (reads of a file at a position, each with
+ * at most FSAIO__RW_BATCH_START_MAX bytes left) in one io_submit of
+ * RWF_NOWAIT reads of their remaining ranges into the scratch buffer: a
+ * miss starts the kernel's readahead of its range and answers without
+ * waiting. The requests themselves are neither read nor changed beyond
+ * their descriptors and ranges. Returns how many of the first ones were
+ * submitted; 0 when none (busy, no context, the kernel refused the first):
+ * the caller starts the rest another way.
+ */
+unsigned fsaio__rw_batch_start(struct fsaio__rw_batch *k, const struct fsaio_req *const *r,
+			       unsigned n);
 
 #endif /* FSAIO_RW_BATCH_H */

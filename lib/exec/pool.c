@@ -21,10 +21,11 @@
  * rule. Their reads are started by the pool's starter thread (fsaio-start,
  * made at the first such read, joined at stop), never by the submitter:
  * readahead(2) allocates pages and waits while the device's queue is full.
- * The starter takes its list (exec_ TO_START) in order, starts each one's
- * reads with ops->start, and puts it in the FIFO as started. While it
- * starts one (pool.in_start) the request stays queued: cancel and stop end
- * it at once, and the starter, which gave start a copy, drops it. In the
+ * The starter takes its list (exec_ TO_START) in order, up to
+ * FSAIO__POOL_START_MAX at a time, starts their reads with one ops->start,
+ * and puts them in the FIFO as started. While it starts them
+ * (pool.in_start) they stay queued: cancel and stop end one at once, and
+ * the starter, which gave start copies, drops it. In the
  * FIFO, the rule: a worker is woken or started for one only while fewer than
  * pool.waiters (one per CPU, at most WAITERS_CAP) run started reads or are
  * on their way to the FIFO; the others are taken in order by those, each
@@ -114,10 +115,19 @@ static void fifo_unlink(struct fsaio__pool *p, struct fsaio_req *r)
 	p->queued--;
 }
 
+/* Where queued r is in the starter's hands: its slot, or -1. */
+static int in_start_slot(const struct fsaio__pool *p, const struct fsaio_req *r)
+{
+	for (unsigned i = 0; i < p->n_in_start; i++)
+		if (p->in_start[i] == r)
+			return (int)i;
+	return -1;
+}
+
 /* Queued r is this pool's, in the place it says: not a copy of one. */
 static bool queued_here(struct fsaio__pool *p, const struct fsaio_req *r)
 {
-	if (r == p->in_start)
+	if (in_start_slot(p, r) >= 0)
 		return true;
 	if (r->exec_ == TO_START)
 		return FSAIO__LIST_HAS(p->to_start, r, next_, prev_);
@@ -128,8 +138,10 @@ static bool queued_here(struct fsaio__pool *p, const struct fsaio_req *r)
  * the starter's hands), under lock. */
 static void take(struct fsaio__pool *p, struct fsaio_req *r)
 {
-	if (r == p->in_start) {
-		p->in_start = NULL;
+	int slot = in_start_slot(p, r);
+
+	if (slot >= 0) {
+		p->in_start[slot] = NULL;
 		p->queued--;
 	} else if (r->exec_ == TO_START) {
 		FSAIO__LIST_UNLINK(p->to_start, p->to_start_tail, r, next_, prev_);
@@ -355,41 +367,53 @@ static int queue(struct fsaio__pool *p, struct fsaio_req *r, bool started)
 	return err;
 }
 
-/* The starter thread: starts the reads of its list in order, each put in
- * the FIFO once its reads are under way. When no worker can be had at all,
- * it carries the request itself. */
+/* The starter thread: starts the reads of its list in order, as many at
+ * once as have come, each put in the FIFO once its reads are under way.
+ * When no worker can be had at all, it carries a request itself. */
 static void *starter(void *arg)
 {
 	struct fsaio__pool *p = arg;
+	struct fsaio_req copy[FSAIO__POOL_START_MAX];
+	bool started[FSAIO__POOL_START_MAX];
 
 	pthread_mutex_lock(&p->lock);
 	while (!p->stopping) {
-		struct fsaio_req *r = p->to_start, copy;
-		bool started;
+		unsigned n = 0;
 
-		if (!r) {
+		if (!p->to_start) {
 			p->starter_idle = true;
 			pthread_cond_wait(&p->start_work, &p->lock);
 			p->starter_idle = false;
 			continue;
 		}
-		/* Still queued (counted, cancellable) while its reads start;
-		 * start is given a copy, as cancel may end r meanwhile. */
-		FSAIO__LIST_UNLINK(p->to_start, p->to_start_tail, r, next_, prev_);
-		p->in_start = r;
-		copy = *r;
-		pthread_mutex_unlock(&p->lock);
-		started = p->ops->start(p->arg, &copy);
-		pthread_mutex_lock(&p->lock);
-		if (p->in_start != r)
-			continue;       /* cancelled or stopped meanwhile */
-		p->in_start = NULL;
-		p->queued--;
-		if (enqueue(p, r, started)) {
-			pthread_mutex_unlock(&p->lock);
-			p->ops->done(p->arg, r, p->ops->run(p->arg, r));
-			pthread_mutex_lock(&p->lock);
+		/* Still queued (counted, cancellable) while their reads
+		 * start; start is given copies, as cancel may end one
+		 * meanwhile. */
+		while (p->to_start && n < FSAIO__POOL_START_MAX) {
+			struct fsaio_req *r = p->to_start;
+
+			FSAIO__LIST_UNLINK(p->to_start, p->to_start_tail, r, next_, prev_);
+			p->in_start[n] = r;
+			copy[n++] = *r;
 		}
+		p->n_in_start = n;
+		pthread_mutex_unlock(&p->lock);
+		p->ops->start(p->arg, copy, n, started);
+		pthread_mutex_lock(&p->lock);
+		for (unsigned i = 0; i < n; i++) {
+			struct fsaio_req *r = p->in_start[i];
+
+			if (!r)
+				continue;       /* cancelled or stopped meanwhile */
+			p->in_start[i] = NULL;
+			p->queued--;
+			if (enqueue(p, r, started[i])) {
+				pthread_mutex_unlock(&p->lock);
+				p->ops->done(p->arg, r, p->ops->run(p->arg, r));
+				pthread_mutex_lock(&p->lock);
+			}
+		}
+		p->n_in_start = 0;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -435,7 +459,7 @@ int fsaio__pool_queue_started(struct fsaio__pool *p, struct fsaio_req *r, bool s
 		if (!queue_to_start(p, r))
 			return 0;
 		/* No starter thread to be had: its reads are started here. */
-		started = p->ops->start(p->arg, r);
+		p->ops->start(p->arg, r, 1, &started);
 	}
 	return queue(p, r, started);
 }
@@ -498,10 +522,11 @@ void fsaio__pool_stop(struct fsaio__pool *p)
 		j->queued = false;
 	}
 	p->jobs_tail = NULL;
-	/* The FIFO, then the one being started and the starter's list. */
-	if (p->in_start) {
-		FSAIO__LIST_APPEND(p->head, p->tail, p->in_start, next_, prev_);
-		p->in_start = NULL;
+	/* The FIFO, then the ones being started and the starter's list. */
+	for (unsigned i = 0; i < p->n_in_start; i++) {
+		if (p->in_start[i])
+			FSAIO__LIST_APPEND(p->head, p->tail, p->in_start[i], next_, prev_);
+		p->in_start[i] = NULL;
 	}
 	if (p->to_start) {
 		if (p->tail)

@@ -28,9 +28,10 @@ struct fsaio__pool_ops {
 	int64_t (*run)(void *arg, struct fsaio_req *r);
 	/* r is finished with res (-ECANCELED: cancelled or stopped unrun). */
 	void (*done)(void *arg, struct fsaio_req *r, int64_t res);
-	/* Start the disk reads (readahead) of r, a copy of a queued request
-	 * that may end meanwhile, on the starter thread: whether they were. */
-	bool (*start)(void *arg, const struct fsaio_req *r);
+	/* Start the disk reads of r[0..n), copies of queued requests that
+	 * may end meanwhile, on the starter thread: started[i], whether r[i]'s
+	 * were. */
+	void (*start)(void *arg, const struct fsaio_req *r, unsigned n, bool *started);
 	/* Finish without waiting those of started reads r[0..n) whose pages
 	 * have landed: res[i] set for each one finished (its end), left at
 	 * FSAIO__POOL_LATER for the others (some progress may be recorded in
@@ -40,6 +41,9 @@ struct fsaio__pool_ops {
 
 /* collect's answer for a request that must still be waited for. */
 #define FSAIO__POOL_LATER INT64_MIN
+
+/* The most reads the starter starts at once. */
+#define FSAIO__POOL_START_MAX 32
 
 /* One worker thread's place; [max] of them, reused once a worker retires. */
 struct fsaio__worker {
@@ -64,7 +68,10 @@ struct fsaio__pool {
 	pthread_t starter;      /* lock; valid while starter_live */
 	bool starter_live;      /* lock: the starter thread runs */
 	bool starter_idle;      /* lock: it waits on start_work */
-	struct fsaio_req *in_start; /* lock: queued, its reads being started */
+	/* lock: queued, their reads being started (a slot is NULL once
+	 * cancel or stop took its request back) */
+	struct fsaio_req *in_start[FSAIO__POOL_START_MAX];
+	unsigned n_in_start;    /* lock: slots of in_start in use */
 	uint64_t accepted;      /* lock: requests ever queued (stats' queued) */
 	unsigned nthreads;      /* lock: threads live (started, not retired) */
 	unsigned idle;          /* lock: threads waiting on work */
