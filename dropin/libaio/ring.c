@@ -280,10 +280,9 @@ static int wait_seq(struct shim_ctx *c, uint32_t seen, int64_t deadline)
 	struct timespec abs = { .tv_sec = deadline / NSEC, .tv_nsec = deadline % NSEC };
 	long r;
 
-	atomic_fetch_add(&c->waiters, 1);
+	atomic_store(&c->armed, 1);
 	r = syscall(SYS_futex, &c->seq, FUTEX_WAIT_BITSET_PRIVATE, seen, &abs, NULL,
 		    FUTEX_BITSET_MATCH_ANY);
-	atomic_fetch_sub(&c->waiters, 1);
 	if (r < 0 && (errno == EINTR || errno == ETIMEDOUT))
 		return -errno;
 	return 0;

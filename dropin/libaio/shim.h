@@ -134,12 +134,15 @@ struct shim_ctx {
 	pthread_mutex_t reap_lock; /* serialises io_getevents callers over ring->head */
 	pthread_mutex_t cancel_lock; /* one io_cancel at a time: at most one pinned slot */
 
-	/* Waiting: a futex word bumped after every publish (and by destroy);
-	 * waiters counts sleepers so that a completion wakes only when needed.
-	 * Both are seq_cst: a poster bumps seq and then reads waiters, a
-	 * waiter bumps waiters and then re-reads seq in FUTEX_WAIT. */
+	/* Waiting: a futex word bumped after every publish (and by destroy).
+	 * armed is set by a sleeper before it sleeps on seq and cleared by the
+	 * poster that then wakes them all, so a completion makes the futex
+	 * call only when someone went to sleep since the last one did, not
+	 * once per completion while a woken sleeper is still on its way out.
+	 * Both are seq_cst: a poster bumps seq and then takes armed, a sleeper
+	 * sets armed and then re-reads seq in FUTEX_WAIT. */
 	_Atomic uint32_t seq;
-	_Atomic uint32_t waiters;
+	_Atomic uint32_t armed;
 	/* io_pgetevents with a signal mask sleeps in ppoll on efd, the one way
 	 * to change the mask and sleep atomically. Created on first use. */
 	_Atomic int efd;        /* -1 until then; set once under lock */

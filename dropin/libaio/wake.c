@@ -2,11 +2,12 @@
 /*
  * DESIGN: the wake primitive of a context. Sleepers wait for ctx->seq to
  * move (a futex, ring.c), or, in io_pgetevents with a signal mask, in
- * ppoll on ctx->efd. A wake bumps seq, then makes the futex call or
- * signals the eventfd only when someone sleeps that way (waiters and
- * pwaiters are read after the bump; sleepers count themselves before
- * they look at seq: both seq_cst). Called by whoever published events
- * (ring.c, resfd.c) and by io_destroy; takes no lock.
+ * ppoll on ctx->efd. A wake bumps seq, then makes the futex call only when
+ * a sleeper armed it since the last call (armed is taken after the bump;
+ * sleepers arm before they look at seq: both seq_cst), and signals the
+ * eventfd only when someone sleeps in ppoll (pwaiters, the same rule).
+ * Called by whoever published events (ring.c, resfd.c) and by io_destroy;
+ * takes no lock.
  */
 #include <limits.h>
 #include <linux/futex.h>
@@ -33,7 +34,7 @@ void shim__wake(struct shim_ctx *c)
 	int efd;
 
 	atomic_fetch_add(&c->seq, 1);
-	if (atomic_load(&c->waiters))
+	if (atomic_load(&c->armed) && atomic_exchange(&c->armed, 0))
 		syscall(SYS_futex, &c->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	if (atomic_load(&c->pwaiters) && (efd = atomic_load(&c->efd)) >= 0)
 		shim__efd_signal(efd);
