@@ -25,6 +25,7 @@
 #include "dropin.h"
 #include "ctx.h"
 #include "fdtable.h"
+#include "ioprio_thread.h"
 #include "method.h"
 #include "poller.h"
 #include "pool.h"
@@ -56,9 +57,15 @@ static void pool_done(void *arg, struct fsaio_req *r, int64_t res)
 	fsaio__complete(arg, r, res, NULL);
 }
 
+/* The starter's readahead for r is r's I/O: at r's priority. */
 static bool pool_start(void *arg, const struct fsaio_req *r)
 {
-	return fsaio__ra_start(fsaio__parts((struct fsaio_ctx *)arg)->ra, r);
+	bool started;
+
+	fsaio__ioprio_enter(r->ioprio);
+	started = fsaio__ra_start(fsaio__parts((struct fsaio_ctx *)arg)->ra, r);
+	fsaio__ioprio_leave();
+	return started;
 }
 
 static void pool_collect(void *arg, struct fsaio_req *const *r, unsigned n, int64_t *res)

@@ -22,6 +22,7 @@
 #include "cq.h"
 #include "ctx.h"
 #include "fdtable.h"
+#include "ioprio.h"
 #include "method.h"
 #include "pool.h"
 #include "req.h"
@@ -83,6 +84,15 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 	if (r->reserved || r->opcode == 0 || r->opcode >= FSAIO_OP__MAX ||
 	    (r->flags & ~KNOWN_REQ_FLAGS))
 		return -EINVAL;
+	/* Before rw_flags, as the kernel's aio_prep_rw checks them. A poll
+	 * does no I/O to prioritise. */
+	if (r->ioprio) {
+		if (r->opcode == FSAIO_OP_POLL)
+			return -EINVAL;
+		ret = fsaio__ioprio_check(r->ioprio);
+		if (ret)
+			return ret;
+	}
 	if (r->rw_flags & ~KNOWN_RWF)
 		return -EOPNOTSUPP;
 	if (r->fd < 0)

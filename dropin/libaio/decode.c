@@ -36,7 +36,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/magic.h>
 #include <poll.h>
 #include <stdio.h>
@@ -51,6 +50,7 @@
 
 #include "decode.h"
 #include "fdfacts.h"
+#include "ioprio.h"
 #include "resfd.h"
 #include "self.h"
 #include "usermem.h"
@@ -70,36 +70,6 @@
  * going to poll for this I/O"), and DONTCACHE/NOSIGNAL are hints the engine
  * does not take. */
 #define ENGINE_RWF (K_RWF_DSYNC | K_RWF_SYNC | K_RWF_NOWAIT | K_RWF_APPEND | K_RWF_NOAPPEND)
-
-static bool capable_ioprio_rt(void)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2];
-
-	if (syscall(SYS_capget, &h, d) < 0)
-		return false;
-	return (d[0].effective & (1u << CAP_SYS_ADMIN)) || (d[0].effective & (1u << CAP_SYS_NICE));
-}
-
-/* ioprio_check_cap(): class in bits 13-15, level in bits 0-2. */
-static int check_ioprio(int16_t prio)
-{
-	int v = prio, class = (v >> 13) & 7, level = v & 7;
-
-	if (v < 0)
-		return -EINVAL;
-	switch (class) {
-	case 1: /* RT */
-		return capable_ioprio_rt() ? 0 : -EPERM;
-	case 2: /* BE */
-	case 3: /* IDLE */
-		return 0;
-	case 0: /* NONE */
-		return level ? -EINVAL : 0;
-	default:
-		return -EINVAL;
-	}
-}
 
 /* kiocb_set_rw_flags(): RWF_NOWAIT needs FMODE_NOWAIT, which regular files
  * of the disk filesystems, block devices, pipes, sockets, anonymous inodes
@@ -249,8 +219,9 @@ static int decode_rw(struct shim_slot *s, const struct iocb *cb, uint16_t op)
 	uint32_t flags = (uint32_t)cb->aio_rw_flags;
 	int ret;
 
+	/* ioprio_check_cap(), as the engine checks fsaio_req.ioprio. */
 	if (cb->aio_flags & IOCB_FLAG_IOPRIO) {
-		ret = check_ioprio(cb->aio_reqprio);
+		ret = fsaio__ioprio_check((uint16_t)cb->aio_reqprio);
 		if (ret)
 			return ret;
 	}
@@ -273,6 +244,8 @@ static int decode_rw(struct shim_slot *s, const struct iocb *cb, uint16_t op)
 		return fd_ret ? fd_ret : ret;
 	}
 	s->req.rw_flags = (int32_t)(flags & ENGINE_RWF);
+	if (cb->aio_flags & IOCB_FLAG_IOPRIO)
+		s->req.ioprio = (uint16_t)cb->aio_reqprio;
 	return 0;
 }
 

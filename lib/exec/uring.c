@@ -83,6 +83,10 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 			io_uring_prep_readv(sqe, fd, iov, (unsigned)cnt, off);
 		sqe->rw_flags = rwf;
 	}
+	/* The request's I/O priority, checked at submit; io_uring checks it
+	 * again (ioprio_check_cap) and gives it to the kiocb. */
+	if (fsaio__is_rw(r))
+		sqe->ioprio = r->ioprio;
 	if (fsaio__ring_slot_of(r))
 		sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data(sqe, r);
