@@ -113,7 +113,10 @@ struct fsaio_req {
 	int32_t fd;
 	uint16_t opcode;        /* enum fsaio_opcode */
 	uint16_t flags;         /* FSAIO_REQ_* */
-	int32_t rw_flags;       /* RWF_NOWAIT (fail with -EAGAIN rather than queue), RWF_DSYNC, RWF_SYNC, RWF_HIPRI, RWF_APPEND, RWF_NOAPPEND */
+	int32_t rw_flags;       /* RWF_NOWAIT (fail with -EAGAIN rather than queue), RWF_DSYNC, RWF_SYNC,
+				 * RWF_HIPRI, RWF_APPEND, RWF_NOAPPEND, RWF_DONTCACHE (0x80: the pages
+				 * the request brings into the page cache are dropped once it is done;
+				 * -EOPNOTSUPP at submit where the file's filesystem cannot) */
 	/* The I/O priority of a read or write, as ioprio_set(2) takes one
 	 * (class << 13 | level, IOPRIO_PRIO_VALUE); 0: none, the thread's own
 	 * (IOPRIO_CLASS_NONE). Checked at submit as the kernel checks

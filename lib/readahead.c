@@ -258,7 +258,8 @@ void fsaio__stream_enter(struct fsaio__readahead *owner, struct fsaio_req *r,
 	unsigned seq;
 
 	r->hints_ = 0;
-	if ((fi.flags & FSAIO__FD_ADV_RANDOM) || !len || !(ra = ra_get(owner)) || ra->off)
+	if ((fi.flags & FSAIO__FD_ADV_RANDOM) || !len || fsaio__dontcache(r) ||
+	    !(ra = ra_get(owner)) || ra->off)
 		return;
 	s = &ra->s[(unsigned)r->fd % RA_SLOTS];
 	/* The random reads' case, without the lock: only the end moves. */
@@ -403,8 +404,8 @@ void fsaio__ra_upfront(struct fsaio__readahead *owner, struct fsaio_req *r)
 	bool queue = false;
 
 	if ((r->hints_ & FSAIO__HINT_KERNEL_RA) || fsaio__is_write(r) || !fsaio__is_rw(r) ||
-	    r->done_ >= total || !owner->pool_full(owner->arg) || !(ra = ra_get(owner)) ||
-	    ra->off)
+	    r->done_ >= total || fsaio__dontcache(r) || !owner->pool_full(owner->arg) ||
+	    !(ra = ra_get(owner)) || ra->off)
 		return;
 	pthread_mutex_lock(&ra->up_lock);
 	if (ra->up_n < UP_SLOTS) {
@@ -421,7 +422,8 @@ bool fsaio__ra_startable(struct fsaio__readahead *owner, const struct fsaio_req 
 {
 	struct fsaio__ra *ra;
 
-	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= fsaio__total(r))
+	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= fsaio__total(r) ||
+	    fsaio__dontcache(r))
 		return false;
 	/* The table holds whether readahead is off; made at the first miss. */
 	return (ra = ra_get(owner)) && !ra->off;
@@ -432,7 +434,7 @@ bool fsaio__ra_start(struct fsaio__readahead *owner, const struct fsaio_req *r)
 	uint64_t total = fsaio__total(r);
 	struct fsaio__ra *ra;
 
-	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= total)
+	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= total || fsaio__dontcache(r))
 		return false;
 	/* The table holds whether readahead is off; made at the first miss. */
 	if (!(ra = ra_get(owner)) || ra->off)

@@ -32,7 +32,8 @@
 #ifndef RWF_NOAPPEND
 #define RWF_NOAPPEND 0x00000020
 #endif
-#define KNOWN_RWF (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND | RWF_NOAPPEND)
+#define KNOWN_RWF (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND | RWF_NOAPPEND | \
+		   RWF_DONTCACHE)
 #define KNOWN_REQ_FLAGS ((uint16_t)FSAIO_REQ_FULL)
 
 const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX] = {
@@ -128,12 +129,17 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 	ret = fsaio__fd_fit(r, *fi);
 	if (!ret && (ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 		ret = kernel_refuses(r, *fi);
+	if (!ret && fsaio__dontcache(r) && fsaio__fd_dontcache_refused(fsaio__parts(ctx)->fdt, r->fd, fi))
+		ret = -EOPNOTSUPP;
 	/* The cached facts may belong to an fd number since reused: a refusal
 	 * is judged again on fresh ones. */
 	if (ret) {
 		ret = fsaio__fd_recheck(fsaio__parts(ctx)->fdt, r, fi);
 		if (!ret && (ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 			ret = kernel_refuses(r, *fi);
+		if (!ret && fsaio__dontcache(r) &&
+		    fsaio__fd_dontcache_refused(fsaio__parts(ctx)->fdt, r->fd, fi))
+			ret = -EOPNOTSUPP;
 	}
 	return ret;
 }

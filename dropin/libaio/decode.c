@@ -67,9 +67,11 @@
 #define K_RWF_NOSIGNAL 0x100
 #define K_RWF_SUPPORTED 0x1ff
 /* What the engine is given: the kernel drops HIPRI for aio ("no one is
- * going to poll for this I/O"), and DONTCACHE/NOSIGNAL are hints the engine
- * does not take. */
-#define ENGINE_RWF (K_RWF_DSYNC | K_RWF_SYNC | K_RWF_NOWAIT | K_RWF_APPEND | K_RWF_NOAPPEND)
+ * going to poll for this I/O"), and NOSIGNAL is a hint the engine does not
+ * take (its writes to pipes and sockets made off the submitter raise no
+ * SIGPIPE anyway). */
+#define ENGINE_RWF (K_RWF_DSYNC | K_RWF_SYNC | K_RWF_NOWAIT | K_RWF_APPEND | K_RWF_NOAPPEND | \
+		    K_RWF_DONTCACHE)
 
 /* kiocb_set_rw_flags(): RWF_NOWAIT needs FMODE_NOWAIT, which regular files
  * of the disk filesystems, block devices, pipes, sockets, anonymous inodes
@@ -97,27 +99,6 @@ static bool nowait_refused(int fd)
 	default:
 		return false;
 	}
-}
-
-/* kiocb_set_rw_flags(): RWF_DONTCACHE needs the filesystem's
- * FOP_DONTCACHE, which regular files of the disk filesystems and block
- * devices have on 6.18, and tmpfs, pipes, sockets, character devices and
- * anonymous inodes do not. Asked only of a request that carries it. */
-static bool dontcache_refused(int fd)
-{
-	struct statfs sf;
-	struct stat st;
-
-	if (fstat(fd, &st) < 0)
-		return false;
-	if (S_ISBLK(st.st_mode))
-		return false;
-	if (!S_ISREG(st.st_mode))
-		return true;
-	return fstatfs(fd, &sf) == 0 &&
-	       (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC ||
-		sf.f_type == RAMFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC ||
-		sf.f_type == SYSFS_MAGIC);
 }
 
 /* What aio_read/aio_write find wrong with the fd before the buffers: the
@@ -234,7 +215,7 @@ static int decode_rw(struct shim_slot *s, const struct iocb *cb, uint16_t op)
 			return -EOPNOTSUPP;
 		if (flags & K_RWF_ATOMIC)
 			return -EOPNOTSUPP;
-		if ((flags & K_RWF_DONTCACHE) && dontcache_refused((int)cb->aio_fildes))
+		if ((flags & K_RWF_DONTCACHE) && fsaio__dontcache_refused((int)cb->aio_fildes))
 			return -EOPNOTSUPP;
 	}
 	ret = rw_buffers(s, cb, vec, write);
