@@ -113,8 +113,19 @@ struct fsaio_req {
 	int32_t fd;
 	uint16_t opcode;        /* enum fsaio_opcode */
 	uint16_t flags;         /* FSAIO_REQ_* */
-	int32_t rw_flags;       /* RWF_NOWAIT (fail with -EAGAIN rather than queue), RWF_DSYNC, RWF_SYNC, RWF_HIPRI, RWF_APPEND, RWF_NOAPPEND */
-	uint32_t reserved;      /* must be 0 */
+	int32_t rw_flags;       /* RWF_NOWAIT (fail with -EAGAIN rather than queue), RWF_DSYNC, RWF_SYNC,
+				 * RWF_HIPRI, RWF_APPEND, RWF_NOAPPEND, RWF_DONTCACHE (0x80: the pages
+				 * the request brings into the page cache are dropped once it is done;
+				 * -EOPNOTSUPP at submit where the file's filesystem cannot) */
+	/* The I/O priority of a read or write, as ioprio_set(2) takes one
+	 * (class << 13 | level, IOPRIO_PRIO_VALUE); 0: none, the thread's own
+	 * (IOPRIO_CLASS_NONE). Checked at submit as the kernel checks
+	 * IOCB_FLAG_IOPRIO: a bad class or level -EINVAL, IOPRIO_CLASS_RT
+	 * without CAP_SYS_ADMIN or CAP_SYS_NICE -EPERM. The device I/O the
+	 * engine does for the request runs at it: io_uring's sqe->ioprio, or
+	 * the worker thread's own priority while it carries the request. */
+	uint16_t ioprio;
+	uint16_t reserved;      /* must be 0 */
 
 	/* Private to the engine: zeroed by the prep helpers, never read by the caller. */
 	struct fsaio_req *next_;
@@ -293,6 +304,7 @@ static inline void fsaio_prep__(struct fsaio_req *r, int op, int fd, void *buf,
 	r->opcode = (uint16_t)op;
 	r->flags = 0;
 	r->rw_flags = 0;
+	r->ioprio = 0;
 	r->reserved = 0;
 	r->next_ = NULL;
 	r->prev_ = NULL;

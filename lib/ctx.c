@@ -56,6 +56,8 @@ static void pool_done(void *arg, struct fsaio_req *r, int64_t res)
 	fsaio__complete(arg, r, res, NULL);
 }
 
+/* The starter's starts (readahead.c): a read with an I/O priority of its
+ * own is started alone, at it. */
 static void pool_start(void *arg, const struct fsaio_req *r, unsigned n, bool *started)
 {
 	fsaio__ra_start_many(fsaio__parts((struct fsaio_ctx *)arg)->ra, &((struct fsaio_ctx *)arg)->rwb_start,

@@ -42,6 +42,7 @@
 
 #include "devra.h"
 #include "fdtable.h"
+#include "ioprio_thread.h"
 #include "pool.h"
 #include "probe.h"
 #include "rw_batch.h"
@@ -259,7 +260,8 @@ void fsaio__stream_enter(struct fsaio__readahead *owner, struct fsaio_req *r,
 	unsigned seq;
 
 	r->hints_ = 0;
-	if ((fi.flags & FSAIO__FD_ADV_RANDOM) || !len || !(ra = ra_get(owner)) || ra->off)
+	if ((fi.flags & FSAIO__FD_ADV_RANDOM) || !len || fsaio__dontcache(r) ||
+	    !(ra = ra_get(owner)) || ra->off)
 		return;
 	s = &ra->s[(unsigned)r->fd % RA_SLOTS];
 	/* The random reads' case, without the lock: only the end moves. */
@@ -404,8 +406,8 @@ void fsaio__ra_upfront(struct fsaio__readahead *owner, struct fsaio_req *r)
 	bool queue = false;
 
 	if ((r->hints_ & FSAIO__HINT_KERNEL_RA) || fsaio__is_write(r) || !fsaio__is_rw(r) ||
-	    r->done_ >= total || !owner->pool_full(owner->arg) || !(ra = ra_get(owner)) ||
-	    ra->off)
+	    r->done_ >= total || fsaio__dontcache(r) || !owner->pool_full(owner->arg) ||
+	    !(ra = ra_get(owner)) || ra->off)
 		return;
 	pthread_mutex_lock(&ra->up_lock);
 	if (ra->up_n < UP_SLOTS) {
@@ -422,7 +424,8 @@ bool fsaio__ra_startable(struct fsaio__readahead *owner, const struct fsaio_req 
 {
 	struct fsaio__ra *ra;
 
-	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= fsaio__total(r))
+	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= fsaio__total(r) ||
+	    fsaio__dontcache(r))
 		return false;
 	/* The table holds whether readahead is off; made at the first miss. */
 	return (ra = ra_get(owner)) && !ra->off;
@@ -433,7 +436,7 @@ bool fsaio__ra_start(struct fsaio__readahead *owner, const struct fsaio_req *r)
 	uint64_t total = fsaio__total(r);
 	struct fsaio__ra *ra;
 
-	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= total)
+	if (fsaio__is_write(r) || !fsaio__is_rw(r) || r->done_ >= total || fsaio__dontcache(r))
 		return false;
 	/* The table holds whether readahead is off; made at the first miss. */
 	if (!(ra = ra_get(owner)) || ra->off)
@@ -460,11 +463,17 @@ void fsaio__ra_start_many(struct fsaio__readahead *owner, struct fsaio__rw_batch
 		uint64_t left = fsaio__total(q) - q->done_;
 
 		started[i] = false;
-		if (!ra || ra->off || fsaio__is_write(q) || !fsaio__is_rw(q) || q->done_ >= fsaio__total(q))
+		if (!ra || ra->off || fsaio__is_write(q) || !fsaio__is_rw(q) ||
+		    q->done_ >= fsaio__total(q) || fsaio__dontcache(q))
 			continue;
-		if (q->hints_ & FSAIO__HINT_KERNEL_RA)
+		if (q->hints_ & FSAIO__HINT_KERNEL_RA) {
 			started[i] = true;
-		else if (m < FSAIO__RW_BATCH_MAX && left <= FSAIO__RW_BATCH_START_MAX &&
+		} else if (q->ioprio) {
+			/* Its readahead is its I/O: at its priority. */
+			fsaio__ioprio_enter(q->ioprio);
+			started[i] = fsaio__ra_start(owner, q);
+			fsaio__ioprio_leave();
+		} else if (m < FSAIO__RW_BATCH_MAX && left <= FSAIO__RW_BATCH_START_MAX &&
 			 ra_limit(owner, q->fd) >= left) {
 			todo[m] = q;
 			at[m++] = i;

@@ -22,6 +22,7 @@
 #include "cq.h"
 #include "ctx.h"
 #include "fdtable.h"
+#include "ioprio.h"
 #include "method.h"
 #include "pool.h"
 #include "req.h"
@@ -31,7 +32,8 @@
 #ifndef RWF_NOAPPEND
 #define RWF_NOAPPEND 0x00000020
 #endif
-#define KNOWN_RWF (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND | RWF_NOAPPEND)
+#define KNOWN_RWF (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND | RWF_NOAPPEND | \
+		   RWF_DONTCACHE)
 #define KNOWN_REQ_FLAGS ((uint16_t)FSAIO_REQ_FULL)
 
 const struct fsaio__method *const fsaio__methods[FSAIO__KIND_MAX] = {
@@ -83,6 +85,15 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 	if (r->reserved || r->opcode == 0 || r->opcode >= FSAIO_OP__MAX ||
 	    (r->flags & ~KNOWN_REQ_FLAGS))
 		return -EINVAL;
+	/* Before rw_flags, as the kernel's aio_prep_rw checks them. A poll
+	 * does no I/O to prioritise. */
+	if (r->ioprio) {
+		if (r->opcode == FSAIO_OP_POLL)
+			return -EINVAL;
+		ret = fsaio__ioprio_check(r->ioprio);
+		if (ret)
+			return ret;
+	}
 	if (r->rw_flags & ~KNOWN_RWF)
 		return -EOPNOTSUPP;
 	if (r->fd < 0)
@@ -118,12 +129,17 @@ static int validate(struct fsaio_ctx *ctx, struct fsaio_req *r, struct fsaio__fd
 	ret = fsaio__fd_fit(r, *fi);
 	if (!ret && (ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 		ret = kernel_refuses(r, *fi);
+	if (!ret && fsaio__dontcache(r) && fsaio__fd_dontcache_refused(fsaio__parts(ctx)->fdt, r->fd, fi))
+		ret = -EOPNOTSUPP;
 	/* The cached facts may belong to an fd number since reused: a refusal
 	 * is judged again on fresh ones. */
 	if (ret) {
 		ret = fsaio__fd_recheck(fsaio__parts(ctx)->fdt, r, fi);
 		if (!ret && (ctx->parts.flags & FSAIO_CTX_KERNEL_RULES))
 			ret = kernel_refuses(r, *fi);
+		if (!ret && fsaio__dontcache(r) &&
+		    fsaio__fd_dontcache_refused(fsaio__parts(ctx)->fdt, r->fd, fi))
+			ret = -EOPNOTSUPP;
 	}
 	return ret;
 }

@@ -231,7 +231,7 @@ Test(badinput, reserved_and_flags)
 	req.reserved = 1;
 	refused(ctx, &req, -EINVAL, "reserved != 0");
 	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0);
-	req.reserved = 0x80000000u;
+	req.reserved = 0x8000u;
 	refused(ctx, &req, -EINVAL, "reserved high bit");
 	fsaio_prep_pread(&req, fd, buf, sizeof(buf), 0);
 	req.flags = 0x8000;

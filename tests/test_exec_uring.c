@@ -494,3 +494,33 @@ Test(exec_uring, a_64k_batch_enters_before_the_call_ends)
 	check_reads(&g);
 	rig_end(&g);
 }
+
+/* The request's I/O priority reaches the kernel in its SQE: io_uring
+ * checks sqe->ioprio as ioprio_check_cap does, so a class no kernel has
+ * (which submit would have refused, and this test hands the ring
+ * directly) comes back -EINVAL, while good ones read the file. */
+Test(exec_uring, the_sqe_carries_the_priority)
+{
+	static const uint16_t prio[] = { 2 << 13 | 7, 7 << 13, 0, 3 << 13, 5 << 13 | 1 };
+	static const int64_t want[] = { 4096, -EINVAL, 4096, 4096, -EINVAL };
+	struct rig g;
+
+	rig_start(&g, 5, 4096);
+	for (unsigned i = 0; i < 5; i++) {
+		struct fsaio_req *r = prep_file_read(&g, i, i * 7u);
+
+		r->ioprio = prio[i];
+		cr_assert_eq(fsaio__uring_queue(&g.x, r, FSAIO__ENTER_NOW), 0, "queue %u", i);
+	}
+	fsaio__uring_flush(&g.x);
+	cr_assert(wait_total(&g, 5), "%u of 5 reads reported", atomic_load(&g.total));
+	fsaio__uring_stop(&g.x);
+	for (unsigned i = 0; i < 5; i++) {
+		cr_assert_eq(atomic_load(&g.dones[i]), 1);
+		cr_assert_eq(g.res[i], want[i], "read at priority %#x: res %lld, want %lld", prio[i],
+			     (long long)g.res[i], (long long)want[i]);
+		if (want[i] > 0)
+			t_check(g.bufs + (size_t)i * g.len, g.len, (uint64_t)g.reqs[i].offset, SEED);
+	}
+	rig_end(&g);
+}

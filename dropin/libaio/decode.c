@@ -36,7 +36,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/magic.h>
 #include <poll.h>
 #include <stdio.h>
@@ -51,6 +50,7 @@
 
 #include "decode.h"
 #include "fdfacts.h"
+#include "ioprio.h"
 #include "resfd.h"
 #include "self.h"
 #include "usermem.h"
@@ -67,39 +67,11 @@
 #define K_RWF_NOSIGNAL 0x100
 #define K_RWF_SUPPORTED 0x1ff
 /* What the engine is given: the kernel drops HIPRI for aio ("no one is
- * going to poll for this I/O"), and DONTCACHE/NOSIGNAL are hints the engine
- * does not take. */
-#define ENGINE_RWF (K_RWF_DSYNC | K_RWF_SYNC | K_RWF_NOWAIT | K_RWF_APPEND | K_RWF_NOAPPEND)
-
-static bool capable_ioprio_rt(void)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2];
-
-	if (syscall(SYS_capget, &h, d) < 0)
-		return false;
-	return (d[0].effective & (1u << CAP_SYS_ADMIN)) || (d[0].effective & (1u << CAP_SYS_NICE));
-}
-
-/* ioprio_check_cap(): class in bits 13-15, level in bits 0-2. */
-static int check_ioprio(int16_t prio)
-{
-	int v = prio, class = (v >> 13) & 7, level = v & 7;
-
-	if (v < 0)
-		return -EINVAL;
-	switch (class) {
-	case 1: /* RT */
-		return capable_ioprio_rt() ? 0 : -EPERM;
-	case 2: /* BE */
-	case 3: /* IDLE */
-		return 0;
-	case 0: /* NONE */
-		return level ? -EINVAL : 0;
-	default:
-		return -EINVAL;
-	}
-}
+ * going to poll for this I/O"), and NOSIGNAL is a hint the engine does not
+ * take (its writes to pipes and sockets made off the submitter raise no
+ * SIGPIPE anyway). */
+#define ENGINE_RWF (K_RWF_DSYNC | K_RWF_SYNC | K_RWF_NOWAIT | K_RWF_APPEND | K_RWF_NOAPPEND | \
+		    K_RWF_DONTCACHE)
 
 /* kiocb_set_rw_flags(): RWF_NOWAIT needs FMODE_NOWAIT, which regular files
  * of the disk filesystems, block devices, pipes, sockets, anonymous inodes
@@ -127,27 +99,6 @@ static bool nowait_refused(int fd)
 	default:
 		return false;
 	}
-}
-
-/* kiocb_set_rw_flags(): RWF_DONTCACHE needs the filesystem's
- * FOP_DONTCACHE, which regular files of the disk filesystems and block
- * devices have on 6.18, and tmpfs, pipes, sockets, character devices and
- * anonymous inodes do not. Asked only of a request that carries it. */
-static bool dontcache_refused(int fd)
-{
-	struct statfs sf;
-	struct stat st;
-
-	if (fstat(fd, &st) < 0)
-		return false;
-	if (S_ISBLK(st.st_mode))
-		return false;
-	if (!S_ISREG(st.st_mode))
-		return true;
-	return fstatfs(fd, &sf) == 0 &&
-	       (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC ||
-		sf.f_type == RAMFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC ||
-		sf.f_type == SYSFS_MAGIC);
 }
 
 /* What aio_read/aio_write find wrong with the fd before the buffers: the
@@ -249,8 +200,9 @@ static int decode_rw(struct shim_slot *s, const struct iocb *cb, uint16_t op)
 	uint32_t flags = (uint32_t)cb->aio_rw_flags;
 	int ret;
 
+	/* ioprio_check_cap(), as the engine checks fsaio_req.ioprio. */
 	if (cb->aio_flags & IOCB_FLAG_IOPRIO) {
-		ret = check_ioprio(cb->aio_reqprio);
+		ret = fsaio__ioprio_check((uint16_t)cb->aio_reqprio);
 		if (ret)
 			return ret;
 	}
@@ -263,7 +215,7 @@ static int decode_rw(struct shim_slot *s, const struct iocb *cb, uint16_t op)
 			return -EOPNOTSUPP;
 		if (flags & K_RWF_ATOMIC)
 			return -EOPNOTSUPP;
-		if ((flags & K_RWF_DONTCACHE) && dontcache_refused((int)cb->aio_fildes))
+		if ((flags & K_RWF_DONTCACHE) && fsaio__dontcache_refused((int)cb->aio_fildes))
 			return -EOPNOTSUPP;
 	}
 	ret = rw_buffers(s, cb, vec, write);
@@ -273,6 +225,8 @@ static int decode_rw(struct shim_slot *s, const struct iocb *cb, uint16_t op)
 		return fd_ret ? fd_ret : ret;
 	}
 	s->req.rw_flags = (int32_t)(flags & ENGINE_RWF);
+	if (cb->aio_flags & IOCB_FLAG_IOPRIO)
+		s->req.ioprio = (uint16_t)cb->aio_reqprio;
 	return 0;
 }
 

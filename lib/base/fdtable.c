@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -98,6 +100,32 @@ uint32_t fsaio__anon_no_iter(int fd)
 	    !strcmp(name, "anon_inode:[signalfd]") || !strcmp(name, "anon_inode:[userfaultfd]"))
 		return FSAIO__FD_NO_WRITE_ITER;
 	return FSAIO__FD_NO_READ_ITER | FSAIO__FD_NO_WRITE_ITER;
+}
+
+/* kiocb_set_rw_flags(): RWF_DONTCACHE needs the file's FOP_DONTCACHE,
+ * which regular files of the disk filesystems (ext4, xfs, btrfs...) have
+ * on Linux 6.18, and tmpfs, hugetlbfs, ramfs, proc and sysfs files, block
+ * devices, pipes, sockets, character devices and anonymous inodes do not.
+ * A filesystem this misjudges gets the kernel's own -EOPNOTSUPP, in the
+ * event. */
+bool fsaio__dontcache_refused(int fd)
+{
+	int saved = errno;
+	struct statfs sf;
+	struct stat st;
+	bool refused;
+
+	if (fstat(fd, &st) < 0)
+		refused = false;        /* the fd's own error comes first */
+	else if (!S_ISREG(st.st_mode))
+		refused = true;
+	else
+		refused = fstatfs(fd, &sf) == 0 &&
+			  (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC ||
+			   sf.f_type == RAMFS_MAGIC || sf.f_type == PROC_SUPER_MAGIC ||
+			   sf.f_type == SYSFS_MAGIC);
+	errno = saved;
+	return refused;
 }
 
 /* The memory devices (drivers/char/mem.c: /dev/null, zero, full, random,
@@ -229,6 +257,18 @@ void fsaio__fd_set(struct fsaio__fdtable *t, int fd, uint32_t flags)
 
 	if (w && !(atomic_load_explicit(w, memory_order_relaxed) & flags))
 		atomic_fetch_or_explicit(w, flags, memory_order_relaxed);
+}
+
+bool fsaio__fd_dontcache_refused(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo *fi)
+{
+	if (!(fi->flags & FSAIO__FD_DC_KNOWN)) {
+		uint32_t learnt = FSAIO__FD_DC_KNOWN |
+				  (fsaio__dontcache_refused(fd) ? FSAIO__FD_DC_REFUSED : 0);
+
+		fsaio__fd_set(t, fd, learnt);
+		fi->flags |= learnt;
+	}
+	return fi->flags & FSAIO__FD_DC_REFUSED;
 }
 
 void fsaio__fd_missed(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo fi)

@@ -38,12 +38,17 @@ enum {
 	 * (pipe, socket, tty, anonymous inode, a device that waits for data):
 	 * a short count is its answer (fsaio__short_is_final). */
 	FSAIO__FD_READS_READY = 1u << 20,
+	/* Whether RWF_DONTCACHE is refused (fsaio__dontcache_refused), asked
+	 * at the fd's first request that carries it. */
+	FSAIO__FD_DC_KNOWN = 1u << 21,
+	FSAIO__FD_DC_REFUSED = 1u << 22,
 	/* Reads missed in a row since the last hit, saturating (a hint). */
 	FSAIO__FD_MISS_ONE = 1u << 12,
 	FSAIO__FD_MISS_MASK = 7u << 12,
 	/* What the engine learnt by using the fd, not by asking the kernel. */
 	FSAIO__FD_LEARNT = FSAIO__FD_NOWAIT_RBAD | FSAIO__FD_NOWAIT_WBAD | FSAIO__FD_PROBE_NEXT |
-			   FSAIO__FD_ADV_RANDOM | FSAIO__FD_ADV_SEQ | FSAIO__FD_MISS_MASK,
+			   FSAIO__FD_ADV_RANDOM | FSAIO__FD_ADV_SEQ | FSAIO__FD_MISS_MASK |
+			   FSAIO__FD_DC_KNOWN | FSAIO__FD_DC_REFUSED,
 };
 
 struct fsaio__fdinfo {
@@ -76,6 +81,9 @@ int fsaio__fd_get(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo *out);
 int fsaio__fd_refresh(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo *out);
 void fsaio__fd_set(struct fsaio__fdtable *t, int fd, uint32_t flags);
 void fsaio__fd_clear(struct fsaio__fdtable *t, int fd, uint32_t flags);
+/* Whether fd's file refuses RWF_DONTCACHE: asked once per fd and kept in
+ * its facts (and in *fi). */
+bool fsaio__fd_dontcache_refused(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo *fi);
 /* A read on fd missed the cache: probe its next one first, and count the
  * streak (fi: the facts the read was started with). */
 void fsaio__fd_missed(struct fsaio__fdtable *t, int fd, struct fsaio__fdinfo fi);

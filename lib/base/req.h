@@ -13,6 +13,11 @@
 #include "nocancel.h"
 
 #define FSAIO__API __attribute__((visibility("default")))
+
+/* Linux 6.14's uncached buffered I/O, where the system headers predate it. */
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080
+#endif
 #define FSAIO__IOV_MAX 1024
 
 /* req->state_: who owns the request now. Changes are atomic; the
@@ -89,6 +94,13 @@ static inline bool fsaio__is_write(const struct fsaio_req *r)
 static inline bool fsaio__is_rw(const struct fsaio_req *r)
 {
 	return r->opcode >= FSAIO_OP_PREAD && r->opcode <= FSAIO_OP_PWRITEV;
+}
+/* RWF_DONTCACHE: the pages r brings in are dropped once it is done. The
+ * engine starts no readahead of its own for it (readahead(2) would fill
+ * the cache with pages kept), nor counts it in a stream (readahead.c). */
+static inline bool fsaio__dontcache(const struct fsaio_req *r)
+{
+	return r->rw_flags & RWF_DONTCACHE;
 }
 /* Total bytes of a read or write, computed once at submit (total_). */
 static inline uint64_t fsaio__total(const struct fsaio_req *r) { return r->total_; }

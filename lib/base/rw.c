@@ -16,6 +16,7 @@
 
 #include "nocancel.h"
 #include "counters.h"
+#include "ioprio_thread.h"
 #include "req.h"
 #include "rw.h"
 #include "usercopy.h"
@@ -186,14 +187,25 @@ static int64_t poll_blocking(struct fsaio__counters *st, struct fsaio_req *r, bo
 	return n < 0 ? -errno : (int64_t)(unsigned short)pfd.revents;
 }
 
-/* Every method's retry on a worker: what reaches the pool is run there with
- * ordinary blocking calls, whatever the kind of file. */
-int64_t fsaio__retry_blocking(struct fsaio__counters *st, struct fsaio_req *r, bool here)
+static int64_t retry(struct fsaio__counters *st, struct fsaio_req *r, bool here)
 {
 	if (r->opcode == FSAIO_OP_FSYNC || r->opcode == FSAIO_OP_FDSYNC)
 		return sync_retry(st, r, here);
 	if (r->opcode == FSAIO_OP_POLL)
 		return poll_blocking(st, r, here);
 	return fsaio__rw_blocking(st, r, here);
+}
+
+/* Every method's retry on a worker: what reaches the pool is run there with
+ * ordinary blocking calls, whatever the kind of file, by a thread at the
+ * request's I/O priority (ioprio_thread.c). */
+int64_t fsaio__retry_blocking(struct fsaio__counters *st, struct fsaio_req *r, bool here)
+{
+	int64_t res;
+
+	fsaio__ioprio_enter(r->ioprio);
+	res = retry(st, r, here);
+	fsaio__ioprio_leave();
+	return res;
 }
 

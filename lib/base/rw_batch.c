@@ -92,10 +92,15 @@ void fsaio__rw_batch_forget(struct fsaio__rw_batch *k)
 	k->scratch = NULL;
 }
 
+/* A read may carry RWF_DONTCACHE, which fill() passes on with its
+ * RWF_NOWAIT, and an I/O priority, which it need not: a NOWAIT attempt
+ * copies from the page cache and waits for no device. A write carries no
+ * flag: fill() makes it without. */
 bool fsaio__rw_batchable(const struct fsaio_req *r)
 {
 	return fsaio__is_rw(r) && !fsaio__is_stream(r) && r->offset >= 0 && fsaio__total(r) &&
-	       !r->done_ && !(r->rw_flags & ~(fsaio__is_write(r) ? 0 : RWF_NOWAIT));
+	       !r->done_ &&
+	       !(r->rw_flags & ~(fsaio__is_write(r) ? 0 : RWF_NOWAIT | RWF_DONTCACHE));
 }
 
 /* The context, made on first use: false where the kernel refuses one.
@@ -151,7 +156,9 @@ static void fill(struct iocb *cb, const struct fsaio_req *r, unsigned i)
 		cb->aio_lio_opcode = IOCB_CMD_PWRITEV;
 		break;
 	}
-	/* A read's first attempt never waits; a write is done whole. */
+	/* A read's first attempt never waits (with the caller's RWF_DONTCACHE,
+	 * so a hit does not keep pages a miss would drop); a write is done
+	 * whole. */
 	cb->aio_rw_flags = fsaio__is_write(r) ? 0 : (int)(r->rw_flags | RWF_NOWAIT);
 }
 

@@ -37,7 +37,7 @@ void fsaio__rw_batch_forget(struct fsaio__rw_batch *k); /* forked child: not our
 /*
  * Whether r's first attempt may be made in a batch: a read or write of a
  * file at a position, of bytes, nothing done yet, with no flag of the
- * caller's but a read's RWF_NOWAIT. What the method's own rules allow (the
+ * caller's but a read's RWF_NOWAIT and RWF_DONTCACHE. What the method's own rules allow (the
  * fd's history, whether writes are done in the call) is the method's to
  * say.
  */

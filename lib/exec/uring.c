@@ -55,7 +55,8 @@
  * otherwise, queue_iov_rest). */
 static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tmp)
 {
-	/* RWF_HIPRI needs an IOPOLL ring (EINVAL otherwise): it is a hint. */
+	/* RWF_HIPRI needs an IOPOLL ring (EINVAL otherwise): it is a hint.
+	 * RWF_DONTCACHE goes on with the rest. */
 	int rwf = r->rw_flags & ~RWF_HIPRI;
 	uint64_t off = (uint64_t)r->offset + r->done_;
 	int fd = fsaio__ring_slot_of(r) ? (int)fsaio__ring_slot_of(r) - 1 : fsaio__fd(r);
@@ -83,6 +84,10 @@ static void prep(struct io_uring_sqe *sqe, struct fsaio_req *r, struct iovec *tm
 			io_uring_prep_readv(sqe, fd, iov, (unsigned)cnt, off);
 		sqe->rw_flags = rwf;
 	}
+	/* The request's I/O priority, checked at submit; io_uring checks it
+	 * again (ioprio_check_cap) and gives it to the kiocb. */
+	if (fsaio__is_rw(r))
+		sqe->ioprio = r->ioprio;
 	if (fsaio__ring_slot_of(r))
 		sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data(sqe, r);

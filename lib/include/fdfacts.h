@@ -4,6 +4,7 @@
 #ifndef FSAIO_FDFACTS_H
 #define FSAIO_FDFACTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define FSAIO__FD_NO_READ_ITER (1u << 17)   /* no read_iter (directory, inotify, epoll) */
@@ -11,5 +12,9 @@
 
 /* FSAIO__FD_NO_READ_ITER / _NO_WRITE_ITER of an anonymous inode, by name. */
 uint32_t fsaio__anon_no_iter(int fd);
+
+/* Whether the kernel refuses RWF_DONTCACHE on fd's file (-EOPNOTSUPP), by
+ * its kind and filesystem (fdtable.c). */
+bool fsaio__dontcache_refused(int fd);
 
 #endif /* FSAIO_FDFACTS_H */

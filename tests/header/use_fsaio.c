@@ -28,9 +28,10 @@ T_ASSERT(req_fd, offsetof(struct fsaio_req, fd) == 32);
 T_ASSERT(req_opcode, offsetof(struct fsaio_req, opcode) == 36);
 T_ASSERT(req_flags, offsetof(struct fsaio_req, flags) == 38);
 T_ASSERT(req_rw_flags, offsetof(struct fsaio_req, rw_flags) == 40);
-T_ASSERT(req_reserved, offsetof(struct fsaio_req, reserved) == 44);
+T_ASSERT(req_ioprio, offsetof(struct fsaio_req, ioprio) == 44);
+T_ASSERT(req_reserved, offsetof(struct fsaio_req, reserved) == 46);
 /* From byte 48 to the end: the engine's private fields, its own to arrange. */
-T_ASSERT(req_public_end, offsetof(struct fsaio_req, reserved) + sizeof(uint32_t) == 48);
+T_ASSERT(req_public_end, offsetof(struct fsaio_req, reserved) + sizeof(uint16_t) == 48);
 
 /* The kernel's struct io_event, field for field. */
 T_ASSERT(event_size, sizeof(struct fsaio_event) == 32);
