@@ -489,8 +489,10 @@ __attribute__((destructor)) static void stats_at_exit(void)
 /* Sleep until the context's state changes (a completion or a call ends). */
 static void wait_change(struct shim_ctx *c, _Atomic uint32_t *word, uint32_t seen)
 {
-	atomic_store(&c->armed, 1);
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+	uint32_t val;
+
+	if (shim__sleep_mark(c, seen, &val))
+		syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
 
 int shim__io_destroy(io_context_t id)

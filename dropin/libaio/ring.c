@@ -278,10 +278,12 @@ static int64_t timeout_ns(const struct timespec *t)
 static int wait_seq(struct shim_ctx *c, uint32_t seen, int64_t deadline)
 {
 	struct timespec abs = { .tv_sec = deadline / NSEC, .tv_nsec = deadline % NSEC };
+	uint32_t val;
 	long r;
 
-	atomic_store(&c->armed, 1);
-	r = syscall(SYS_futex, &c->seq, FUTEX_WAIT_BITSET_PRIVATE, seen, &abs, NULL,
+	if (!shim__sleep_mark(c, seen, &val))
+		return 0;
+	r = syscall(SYS_futex, &c->seq, FUTEX_WAIT_BITSET_PRIVATE, val, &abs, NULL,
 		    FUTEX_BITSET_MATCH_ANY);
 	if (r < 0 && (errno == EINTR || errno == ETIMEDOUT))
 		return -errno;

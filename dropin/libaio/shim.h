@@ -110,6 +110,9 @@ struct shim_efd {
 	_Atomic uint32_t users; /* requests holding it (see resfd.c) */
 };
 
+#define SHIM_SEQ_SLEEPER 1u
+#define SHIM_SEQ_STEP 2u
+
 struct shim_ctx {
 	struct shim_ring *ring; /* immutable: mmap'd, ring_bytes long, then the slots */
 	size_t ring_bytes;      /* immutable */
@@ -134,15 +137,14 @@ struct shim_ctx {
 	pthread_mutex_t reap_lock; /* serialises io_getevents callers over ring->head */
 	pthread_mutex_t cancel_lock; /* one io_cancel at a time: at most one pinned slot */
 
-	/* Waiting: a futex word bumped after every publish (and by destroy).
-	 * armed is set by a sleeper before it sleeps on seq and cleared by the
-	 * poster that then wakes them all, so a completion makes the futex
-	 * call only when someone went to sleep since the last one did, not
-	 * once per completion while a woken sleeper is still on its way out.
-	 * Both are seq_cst: a poster bumps seq and then takes armed, a sleeper
-	 * sets armed and then re-reads seq in FUTEX_WAIT. */
+	/* Waiting: a futex word (wake.c). Its upper 31 bits count publishes
+	 * (and destroy): a post adds SHIM_SEQ_STEP. Bit 0 (SHIM_SEQ_SLEEPER) is
+	 * set by a sleeper before it sleeps on the word and cleared, in the
+	 * same compare-and-swap that counts, by the poster that then wakes
+	 * them all: a completion makes the futex call only when someone went
+	 * to sleep since the last one did, not once per completion while a
+	 * woken sleeper is still on its way out. */
 	_Atomic uint32_t seq;
-	_Atomic uint32_t armed;
 	/* io_pgetevents with a signal mask sleeps in ppoll on efd, the one way
 	 * to change the mask and sleep atomically. Created on first use. */
 	_Atomic int efd;        /* -1 until then; set once under lock */
