@@ -31,6 +31,24 @@ TestSuite(dontcache, .init = t_setup, .fini = t_teardown, .timeout = 120);
 /* Read [off, off+len) of cold fd with RWF_DONTCACHE through ctx (NULL:
  * the kernel's AIO) until a round leaves the range uncached: whether one
  * did. The bytes are checked each round. */
+/* One RWF_DONTCACHE read or write of [off, off + len) through ctx, or
+ * through the kernel's AIO when ctx is NULL: its result. */
+static int64_t dontcache_rw(fsaio_ctx_t *ctx, int fd, bool write, void *buf, size_t len,
+			    uint64_t off)
+{
+	struct fsaio_req req;
+
+	if (!ctx)
+		return t_kaio(fd, write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD, buf, len, (int64_t)off,
+			      RWF_DONTCACHE, false, 0);
+	if (write)
+		fsaio_prep_pwrite(&req, fd, buf, len, (int64_t)off);
+	else
+		fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
+	req.rw_flags = RWF_DONTCACHE;
+	return t_run1(ctx, &req).res;
+}
+
 static bool read_leaves_uncached(fsaio_ctx_t *ctx, int fd, uint64_t off, size_t len)
 {
 	uint8_t *buf = malloc(len);
@@ -40,15 +58,7 @@ static bool read_leaves_uncached(fsaio_ctx_t *ctx, int fd, uint64_t off, size_t 
 		int64_t res;
 
 		t_make_cold(fd);
-		if (ctx) {
-			struct fsaio_req req;
-
-			fsaio_prep_pread(&req, fd, buf, len, (int64_t)off);
-			req.rw_flags = RWF_DONTCACHE;
-			res = t_run1(ctx, &req).res;
-		} else {
-			res = t_kaio(fd, IOCB_CMD_PREAD, buf, len, (int64_t)off, RWF_DONTCACHE, false, 0);
-		}
+		res = dontcache_rw(ctx, fd, false, buf, len, off);
 		cr_assert_eq(res, (int64_t)len, "%s: res %lld", ctx ? "fsaio" : "kernel",
 			     (long long)res);
 		t_check_pattern(buf, len, off, SEED);
@@ -244,15 +254,7 @@ static bool write_goes_clean(fsaio_ctx_t *ctx, int fd, uint64_t off, size_t len)
 
 	cr_assert_not_null(buf);
 	t_fill_pattern(buf, len, off, SEED);
-	if (ctx) {
-		struct fsaio_req req;
-
-		fsaio_prep_pwrite(&req, fd, buf, len, (int64_t)off);
-		req.rw_flags = RWF_DONTCACHE;
-		res = t_run1(ctx, &req).res;
-	} else {
-		res = t_kaio(fd, IOCB_CMD_PWRITE, buf, len, (int64_t)off, RWF_DONTCACHE, false, 0);
-	}
+	res = dontcache_rw(ctx, fd, true, buf, len, off);
 	free(buf);
 	cr_assert_eq(res, (int64_t)len, "%s: res %lld", ctx ? "fsaio" : "kernel", (long long)res);
 	for (int i = 0; i < 1000; i++) {
