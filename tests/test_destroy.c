@@ -95,8 +95,10 @@ Test(destroy, callback_every_request_once)
 	uint8_t *bufs = malloc((size_t)(NQ + NH) * LEN);
 	memset(bufs, SENT, (size_t)(NQ + NH) * LEN);
 	struct fsaio_req *rp[NQ + NH];
+	/* Backwards: one read's kernel readahead (a sequential start grows a
+	 * window forwards) must not bring in the ones submitted after it. */
 	for (int i = 0; i < NQ; i++) {
-		fsaio_prep_pread(&g_q[i], fd, bufs + (size_t)i * LEN, LEN, (int64_t)i * LEN);
+		fsaio_prep_pread(&g_q[i], fd, bufs + (size_t)i * LEN, LEN, (int64_t)(NQ - 1 - i) * LEN);
 		g_q[i].user_data = &g_q[i];
 		rp[i] = &g_q[i];
 	}
