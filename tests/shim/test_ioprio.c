@@ -155,7 +155,7 @@ Test(ioprio, the_worker_runs_at_the_iocb_priority)
 			  t_ioprio_of(tid), prio);
 		t_held_release(&h);
 		t_reap(c, 1, &ev);
-		cr_assert_eq(ev.res, (long)h.size);
+		cr_assert_eq((long)ev.res, (long)h.size);
 		t_check(h.page, h.size, 16384, SEED);
 		after = t_ioprio_of(tid);
 		if (after == -ESRCH)
