@@ -60,8 +60,9 @@ static void pool_done(void *arg, struct fsaio_req *r, int64_t res)
  * own is started alone, at it. */
 static void pool_start(void *arg, const struct fsaio_req *r, unsigned n, bool *started)
 {
-	fsaio__ra_start_many(fsaio__parts((struct fsaio_ctx *)arg)->ra, &((struct fsaio_ctx *)arg)->rwb_start,
-			     r, n, started);
+	struct fsaio_ctx *ctx = arg;
+
+	fsaio__ra_start_many(ctx->parts.ra, &ctx->rwb_start, r, n, started);
 }
 
 static void pool_collect(void *arg, struct fsaio_req *const *r, unsigned n, int64_t *res)

@@ -456,15 +456,13 @@ void fsaio__ra_start_many(struct fsaio__readahead *owner, struct fsaio__rw_batch
 {
 	const struct fsaio_req *todo[FSAIO__RW_BATCH_MAX];
 	unsigned at[FSAIO__RW_BATCH_MAX], m = 0, sent;
-	struct fsaio__ra *ra = ra_get(owner);
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct fsaio_req *q = &r[i];
 		uint64_t left = fsaio__total(q) - q->done_;
 
 		started[i] = false;
-		if (!ra || ra->off || fsaio__is_write(q) || !fsaio__is_rw(q) ||
-		    q->done_ >= fsaio__total(q) || fsaio__dontcache(q))
+		if (!fsaio__ra_startable(owner, q))
 			continue;
 		if (q->hints_ & FSAIO__HINT_KERNEL_RA) {
 			started[i] = true;

@@ -205,8 +205,8 @@ static unsigned take_waited(uint64_t id, int64_t *res, unsigned n, unsigned want
 	return got;
 }
 
-/* One io_submit of r[0..n): how many answered; *refused when the kernel
- * gives no AIO context. A start (start true) reads each one's remaining
+/* One io_submit of r[0..n): how many answered; *refused (if given) when
+ * the kernel gives no AIO context. A start (start true) reads each one's remaining
  * range into the scratch buffer with RWF_NOWAIT, and may be of one. */
 static unsigned batch(struct fsaio__rw_batch *k, const struct fsaio_req *const *r, unsigned n,
 		      int64_t *res, bool *refused, bool start)
@@ -222,7 +222,8 @@ static unsigned batch(struct fsaio__rw_batch *k, const struct fsaio_req *const *
 		return 0;
 	if (!have_context(k)) {
 		pthread_mutex_unlock(&k->lock);
-		*refused = true;
+		if (refused)
+			*refused = true;
 		return 0;
 	}
 	if (start && !k->scratch && !(k->scratch = malloc(FSAIO__RW_BATCH_START_MAX))) {
@@ -260,7 +261,7 @@ static unsigned batch(struct fsaio__rw_batch *k, const struct fsaio_req *const *
 		 * -EIO. */
 		for (long i = 0; i < m; i++)
 			if (res[i] == NO_ANSWER)
-				res[i] = fsaio__is_write(r[i]) && !start ? -EIO : -EAGAIN;
+				res[i] = fsaio__is_write(r[i]) ? -EIO : -EAGAIN;
 		(void)fsaio__raw6(SYS_io_destroy, (long)k->id, 0, 0, 0, 0, 0);
 		k->id = 0;
 	}
@@ -286,16 +287,13 @@ unsigned fsaio__rw_batch_run(struct fsaio__rw_batch *k, struct fsaio_req *const 
 unsigned fsaio__rw_batch_again(struct fsaio__rw_batch *k, struct fsaio_req *const *r,
 			       unsigned n, int64_t *res)
 {
-	bool refused = false;
-
-	return batch(k, (const struct fsaio_req *const *)r, n, res, &refused, false);
+	return batch(k, (const struct fsaio_req *const *)r, n, res, NULL, false);
 }
 
 unsigned fsaio__rw_batch_start(struct fsaio__rw_batch *k, const struct fsaio_req *const *r,
 			       unsigned n)
 {
 	int64_t res[FSAIO__RW_BATCH_MAX];
-	bool refused = false;
 
-	return batch(k, r, n, res, &refused, true);
+	return batch(k, r, n, res, NULL, true);
 }

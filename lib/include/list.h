@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A doubly linked FIFO threaded through two pointer fields of its elements,
- * kept as a head and a tail: append at the tail and unlink anywhere in
- * O(1) (and put back at the head), nothing allocated. The element type and the names of its link
- * fields are the caller's (the public struct fsaio_req carries next_ and
- * prev_), so these are macros. An unlinked element has both links NULL.
+ * kept as a head and a tail: append at the tail, put back at the head and
+ * unlink anywhere in O(1), nothing allocated. The element type and the
+ * names of its link fields are the caller's (the public struct fsaio_req
+ * carries next_ and prev_), so these are macros. An unlinked element has both links NULL.
  * The caller holds whatever lock guards the list.
  */
 #ifndef FSAIO_LIST_H
